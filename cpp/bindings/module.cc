@@ -1,0 +1,143 @@
+// The only file that knows Python exists. Plain data crosses in bulk; the GIL is released around
+// every loop over text. C++ errors become tokenmill.errors.TokenmillError here and only here.
+#include <nanobind/nanobind.h>
+#include <nanobind/stl/function.h>
+#include <nanobind/stl/string.h>
+#include <nanobind/stl/tuple.h>
+#include <nanobind/stl/vector.h>
+
+#include <cstdint>
+#include <string>
+#include <tuple>
+#include <vector>
+
+#include "tokenmill/bpe.h"
+#include "tokenmill/bpe_trainer.h"
+#include "tokenmill/error.h"
+
+namespace nb = nanobind;
+using namespace nb::literals;
+
+namespace {
+
+using tokenmill::BPEModel;
+using tokenmill::BPEOptions;
+using tokenmill::Merge;
+
+std::vector<Merge> to_merges(const std::vector<uint32_t>& flat) {
+  if (flat.size() % 3 != 0) throw tokenmill::Error("merges must be (left, right, result) triples");
+  std::vector<Merge> merges;
+  merges.reserve(flat.size() / 3);
+  for (std::size_t i = 0; i < flat.size(); i += 3) merges.push_back({flat[i], flat[i + 1], flat[i + 2]});
+  return merges;
+}
+
+// Encodes a batch of words; returns one flat list [id, word index, start, end] per token, so the
+// caller slices ids and spans with a stride instead of building an object per token.
+std::vector<uint32_t> encode_words(const BPEModel& model, const std::vector<std::string>& words) {
+  std::vector<uint32_t> flat;
+  {
+    nb::gil_scoped_release release;
+    std::vector<tokenmill::TokenSpan> spans;
+    flat.reserve(words.size() * 8);
+    for (std::size_t w = 0; w < words.size(); ++w) {
+      spans.clear();
+      model.encode_word(words[w], spans);
+      for (const auto& s : spans) {
+        flat.push_back(s.id);
+        flat.push_back(static_cast<uint32_t>(w));
+        flat.push_back(s.start);
+        flat.push_back(s.end);
+      }
+    }
+  }
+  return flat;
+}
+
+nb::tuple train(const std::vector<std::string>& words, const std::vector<uint64_t>& counts,
+                uint64_t vocab_size, int64_t num_merges, uint64_t min_frequency,
+                const std::vector<std::string>& special_tokens,
+                const std::vector<std::string>& initial_alphabet, int64_t limit_alphabet,
+                const std::string& continuing_subword_prefix, const std::string& end_of_word_suffix,
+                const std::string& end_of_word_marker, int64_t max_token_length, bool first_seen,
+                nb::object progress) {
+  tokenmill::BPETrainerOptions opt;
+  opt.vocab_size = vocab_size;
+  opt.num_merges = num_merges;
+  opt.min_frequency = min_frequency;
+  opt.special_tokens = special_tokens;
+  opt.initial_alphabet = initial_alphabet;
+  opt.limit_alphabet = limit_alphabet;
+  opt.continuing_subword_prefix = continuing_subword_prefix;
+  opt.end_of_word_suffix = end_of_word_suffix;
+  opt.end_of_word_marker = end_of_word_marker;
+  opt.max_token_length = max_token_length;
+  opt.tie_break = first_seen ? tokenmill::TieBreak::kFirstSeen : tokenmill::TieBreak::kLexicographic;
+  std::function<void(std::size_t, std::size_t)> report;
+  if (!progress.is_none()) {
+    report = [&progress](std::size_t merges, std::size_t vocab) {
+      nb::gil_scoped_acquire acquire;
+      progress(merges, vocab);
+    };
+  }
+  tokenmill::BPETrainResult result;
+  {
+    nb::gil_scoped_release release;
+    result = tokenmill::train_bpe(words, counts, opt, report);
+  }
+  std::vector<std::tuple<uint32_t, uint32_t, uint32_t, uint64_t>> merges;
+  merges.reserve(result.merges.size());
+  for (const auto& m : result.merges) merges.emplace_back(m.left, m.right, m.result, m.count);
+  return nb::make_tuple(result.vocab, merges, result.alphabet_size);
+}
+
+}  // namespace
+
+NB_MODULE(_core, m) {
+  m.doc() = "tokenmill's native core (private: use the tokenmill package)";
+
+  nb::register_exception_translator([](const std::exception_ptr& p, void*) {
+    try {
+      std::rethrow_exception(p);
+    } catch (const tokenmill::Error& e) {
+      nb::object cls = nb::module_::import_("tokenmill.errors").attr("TokenmillError");
+      PyErr_SetString(cls.ptr(), e.what());
+    }
+  });
+
+  nb::class_<BPEModel>(m, "BPEModel")
+      .def(
+          "__init__",
+          [](BPEModel* self, const std::vector<std::string>& tokens, const std::vector<uint32_t>& ids,
+             const std::vector<uint32_t>& merges, int64_t unk_id,
+             const std::string& continuing_subword_prefix, const std::string& end_of_word_suffix,
+             int64_t end_of_word_marker_id, bool byte_fallback, bool fuse_unk, bool ignore_merges,
+             std::size_t cache_capacity) {
+            BPEOptions opt;
+            opt.unk_id = unk_id;
+            opt.continuing_subword_prefix = continuing_subword_prefix;
+            opt.end_of_word_suffix = end_of_word_suffix;
+            opt.end_of_word_marker_id = end_of_word_marker_id;
+            opt.byte_fallback = byte_fallback;
+            opt.fuse_unk = fuse_unk;
+            opt.ignore_merges = ignore_merges;
+            opt.cache_capacity = cache_capacity;
+            new (self) BPEModel(tokens, ids, to_merges(merges), opt);
+          },
+          "tokens"_a, "ids"_a, "merges"_a, "unk_id"_a, "continuing_subword_prefix"_a,
+          "end_of_word_suffix"_a, "end_of_word_marker_id"_a, "byte_fallback"_a, "fuse_unk"_a,
+          "ignore_merges"_a, "cache_capacity"_a)
+      .def("encode_words", &encode_words, "words"_a)
+      .def(
+          "merge_ids",
+          [](const BPEModel& model, const std::vector<uint32_t>& ids) {
+            nb::gil_scoped_release release;
+            return model.merge_ids(ids);
+          },
+          "ids"_a);
+
+  m.def("train_bpe", &train, "words"_a, "counts"_a, "vocab_size"_a, "num_merges"_a,
+        "min_frequency"_a, "special_tokens"_a, "initial_alphabet"_a, "limit_alphabet"_a,
+        "continuing_subword_prefix"_a, "end_of_word_suffix"_a, "end_of_word_marker"_a,
+        "max_token_length"_a, "first_seen"_a, "progress"_a.none());
+}

@@ -1,0 +1,75 @@
+// BPE encoding: a word's characters become symbols, then merges are applied strictly by rank
+// (lowest first; on equal rank the leftmost), as the model was trained. Never longest-match.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <deque>
+#include <mutex>
+#include <string>
+#include <string_view>
+#include <unordered_map>
+#include <vector>
+
+namespace tokenmill {
+
+struct BPEOptions {
+  int64_t unk_id = -1;                    // -1: characters outside the vocabulary are dropped
+  std::string continuing_subword_prefix;  // put before every symbol but a word's first
+  std::string end_of_word_suffix;         // attached to a word's last symbol
+  int64_t end_of_word_marker_id = -1;     // >= 0: a separate symbol appended to every word
+  bool byte_fallback = false;             // unknown characters become <0xNN> byte tokens
+  bool fuse_unk = false;                  // consecutive unknowns become one unk token
+  bool ignore_merges = false;             // a word found whole in the vocabulary is one token
+  std::size_t cache_capacity = 10000;     // words remembered; 0 disables the cache
+};
+
+// One output token: its id and the characters [start, end) of the word it covers.
+struct TokenSpan {
+  uint32_t id;
+  uint32_t start;
+  uint32_t end;
+};
+
+struct Merge {
+  uint32_t left;
+  uint32_t right;
+  uint32_t result;
+};
+
+class BPEModel {
+ public:
+  // vocab: (token, id) pairs; merges in rank order (rank = index).
+  BPEModel(const std::vector<std::string>& tokens, const std::vector<uint32_t>& ids,
+           const std::vector<Merge>& merges, BPEOptions options);
+
+  // Appends the tokens of one word (a pre-token) to out. Thread-safe.
+  void encode_word(std::string_view word, std::vector<TokenSpan>& out) const;
+
+  // Applies merges by rank to a sequence of ids (the symbols a caller chose); the teaching path.
+  std::vector<uint32_t> merge_ids(const std::vector<uint32_t>& ids) const;
+
+ private:
+  struct Symbol {
+    uint32_t id;
+    uint32_t start;
+    uint32_t end;
+  };
+  void initial_symbols(std::string_view word, std::vector<Symbol>& syms) const;
+  void apply_merges(std::vector<Symbol>& syms) const;
+  void apply_merges_heap(std::vector<Symbol>& syms) const;
+  bool lookup(std::string_view token, uint32_t& id) const;
+  bool find_merge(uint32_t left, uint32_t right, uint32_t& rank, uint32_t& result) const;
+
+  BPEOptions options_;
+  std::deque<std::string> storage_;  // owns the bytes the views below point into
+  std::unordered_map<std::string_view, uint32_t> vocab_;
+  std::unordered_map<uint64_t, uint64_t> merges_;  // (left << 32 | right) -> (rank << 32 | result)
+  uint32_t byte_ids_[256];
+  bool have_bytes_ = false;
+
+  mutable std::mutex cache_mutex_;
+  mutable std::unordered_map<std::string, std::vector<TokenSpan>> cache_;
+};
+
+}  // namespace tokenmill

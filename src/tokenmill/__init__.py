@@ -1,0 +1,1 @@
+from tokenmill.errors import TokenmillError
