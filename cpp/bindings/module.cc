@@ -1,5 +1,5 @@
 // The only file that knows Python exists. Plain data crosses in bulk; the GIL is released around
-// every loop over text. C++ errors become tokenmill.errors.TokenmillError here and only here.
+// every loop over text. C++ errors become tokenmill.errors.InputError (a TokenmillError) here and only here.
 #include <nanobind/nanobind.h>
 #include <nanobind/stl/function.h>
 #include <nanobind/stl/string.h>
@@ -100,7 +100,7 @@ NB_MODULE(_core, m) {
     try {
       std::rethrow_exception(p);
     } catch (const tokenmill::Error& e) {
-      nb::object cls = nb::module_::import_("tokenmill.errors").attr("TokenmillError");
+      nb::object cls = nb::module_::import_("tokenmill.errors").attr("InputError");
       PyErr_SetString(cls.ptr(), e.what());
     }
   });

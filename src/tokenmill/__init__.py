@@ -1,1 +1,25 @@
-from tokenmill.errors import TokenmillError
+"""tokenmill: train, run and evaluate subword tokenizers, with a C++ core."""
+
+from tokenmill.added_tokens import AddedToken
+from tokenmill.encoding import Encoding, Padding, Truncation
+from tokenmill.errors import FormatError, InputError, TokenmillError
+from tokenmill.models.bpe import BPE
+from tokenmill.normalized import NormalizedString
+from tokenmill.tokenizer import Tokenizer
+from tokenmill.trainers.bpe import BPETrainer, MergeStep, TrainResult
+
+__all__ = [
+    "AddedToken",
+    "BPE",
+    "BPETrainer",
+    "Encoding",
+    "FormatError",
+    "InputError",
+    "MergeStep",
+    "NormalizedString",
+    "Padding",
+    "Tokenizer",
+    "TokenmillError",
+    "TrainResult",
+    "Truncation",
+]

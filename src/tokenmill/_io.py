@@ -1,0 +1,72 @@
+"""Files: atomic writes (a temporary file renamed into place) and strict UTF-8 reading."""
+
+from __future__ import annotations
+
+import os
+import tempfile
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Literal
+
+from tokenmill.errors import InputError
+
+Errors = Literal["strict", "replace"]
+
+
+def atomic_write_text(path: str | os.PathLike[str], text: str) -> None:
+    """Write ``text`` to ``path`` so that readers see the old file or the whole new one, never a
+    part: write a temporary file beside it, flush it to disk, then rename it over ``path``."""
+    path = Path(path)
+    directory = path.parent if str(path.parent) else Path(".")
+    if not directory.is_dir():
+        raise InputError(f"{path}: directory {directory} does not exist")
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=directory)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8", newline="\n") as f:
+            f.write(text)
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+def read_lines(path: str | os.PathLike[str], errors: Errors = "strict") -> Iterator[str]:
+    """The lines of a UTF-8 text file, without line ends, streamed.
+
+    A byte sequence that is not UTF-8 stops the read with an error that names the file and the
+    byte offset, unless ``errors="replace"`` (then it becomes U+FFFD and reading goes on).
+    """
+    path = Path(path)
+    try:
+        f = open(path, "rb")
+    except FileNotFoundError:
+        raise InputError(f"{path}: no such file") from None
+    except IsADirectoryError:
+        raise InputError(f"{path}: is a directory, expected a text file") from None
+    except PermissionError:
+        raise InputError(f"{path}: permission denied") from None
+    offset = 0
+    with f:
+        for raw in f:
+            try:
+                line = raw.decode("utf-8", errors)
+            except UnicodeDecodeError as e:
+                raise InputError(
+                    f"{path}: not UTF-8 at byte offset {offset + e.start} "
+                    f"(byte 0x{raw[e.start]:02x}); use errors='replace' (--errors replace) to "
+                    "go on with U+FFFD in its place") from None
+            offset += len(raw)
+            yield line.rstrip("\r\n")
+
+
+def check_text(text: str, what: str = "text") -> None:
+    """Raise a clear error if ``text`` cannot be UTF-8 encoded (it holds a lone surrogate)."""
+    if not isinstance(text, str):
+        raise InputError(f"{what}: expected a string, got {type(text).__name__}")
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError as e:
+        raise InputError(f"{what} holds a lone surrogate U+{ord(text[e.start]):04X} at "
+                         f"character {e.start}; it is not valid Unicode text") from None

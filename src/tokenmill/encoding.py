@@ -1,0 +1,148 @@
+"""Encoding: what a tokenizer makes of one input (ids, tokens, offsets and masks), with
+truncation and padding."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Literal
+
+from tokenmill.errors import InputError
+
+Side = Literal["right", "left"]
+
+
+@dataclass
+class Encoding:
+    """The ids of one input and what each id stands for.
+
+    ``offsets[i]`` is the span of the ORIGINAL input's characters that token ``i`` came from;
+    special tokens added by a post-processor have ``(0, 0)``.
+    """
+
+    ids: list[int]
+    tokens: list[str]
+    offsets: list[tuple[int, int]]
+    type_ids: list[int] = field(default_factory=list)
+    attention_mask: list[int] = field(default_factory=list)
+    special_tokens_mask: list[int] = field(default_factory=list)
+    overflowing: list[Encoding] = field(default_factory=list)
+
+    def __post_init__(self) -> None:
+        n = len(self.ids)
+        if not self.type_ids:
+            self.type_ids = [0] * n
+        if not self.attention_mask:
+            self.attention_mask = [1] * n
+        if not self.special_tokens_mask:
+            self.special_tokens_mask = [0] * n
+
+    def __len__(self) -> int:
+        return len(self.ids)
+
+    def __repr__(self) -> str:
+        return f"Encoding(num_tokens={len(self.ids)}, ids={self.ids[:8]}{'...' if len(self) > 8 else ''})"
+
+    def _window(self, i: int, j: int) -> Encoding:
+        return Encoding(self.ids[i:j], self.tokens[i:j], self.offsets[i:j], self.type_ids[i:j],
+                        self.attention_mask[i:j], self.special_tokens_mask[i:j])
+
+    @staticmethod
+    def concat(parts: list[Encoding]) -> Encoding:
+        """One encoding holding ``parts`` one after another."""
+        out = Encoding([], [], [])
+        for p in parts:
+            out.ids += p.ids
+            out.tokens += p.tokens
+            out.offsets += p.offsets
+            out.type_ids += p.type_ids
+            out.attention_mask += p.attention_mask
+            out.special_tokens_mask += p.special_tokens_mask
+        return out
+
+    def truncated(self, max_length: int, stride: int = 0, side: Side = "right") -> Encoding:
+        """At most ``max_length`` tokens; what is cut goes to ``overflowing`` in windows that
+        overlap by ``stride`` tokens (the windows a question-answering model reads)."""
+        if max_length < 0:
+            raise InputError(f"truncation max_length must be >= 0, got {max_length}")
+        n = len(self.ids)
+        if n <= max_length:
+            return self
+        if max_length == 0:
+            kept = self._window(0, 0)
+            kept.overflowing = [self._window(0, n)]
+            return kept
+        if stride >= max_length:
+            raise InputError(f"truncation stride ({stride}) must be smaller than max_length "
+                             f"({max_length})")
+        step = max_length - stride
+        windows: list[Encoding] = []
+        if side == "right":
+            start = 0
+            while True:
+                windows.append(self._window(start, min(start + max_length, n)))
+                if start + max_length >= n:
+                    break
+                start += step
+        else:
+            end = n
+            while True:
+                windows.append(self._window(max(0, end - max_length), end))
+                if end - max_length <= 0:
+                    break
+                end -= step
+        first, rest = windows[0], windows[1:]
+        first.overflowing = rest
+        return first
+
+    def padded(self, length: int, *, pad_id: int = 0, pad_token: str = "[PAD]",
+               pad_type_id: int = 0, side: Side = "right") -> Encoding:
+        """The encoding padded to ``length`` with masked-out pad tokens (longer ones unchanged)."""
+        missing = length - len(self.ids)
+        if missing <= 0:
+            return self
+        pad = Encoding([pad_id] * missing, [pad_token] * missing, [(0, 0)] * missing,
+                       [pad_type_id] * missing, [0] * missing, [1] * missing)
+        parts = [self, pad] if side == "right" else [pad, self]
+        out = Encoding.concat(parts)
+        out.overflowing = [o.padded(length, pad_id=pad_id, pad_token=pad_token,
+                                    pad_type_id=pad_type_id, side=side) for o in self.overflowing]
+        return out
+
+
+@dataclass(frozen=True, kw_only=True)
+class Truncation:
+    """Keep at most ``max_length`` tokens (special tokens included); overflow in ``stride``-
+    overlapping windows; cut on the ``side`` given."""
+
+    max_length: int
+    stride: int = 0
+    side: Side = "right"
+
+    def to_dict(self) -> dict:
+        return {"direction": self.side.capitalize(), "max_length": self.max_length,
+                "strategy": "LongestFirst", "stride": self.stride}
+
+
+@dataclass(frozen=True, kw_only=True)
+class Padding:
+    """Pad a batch to its longest member (or to ``length``), rounded up to a multiple."""
+
+    side: Side = "right"
+    pad_id: int = 0
+    pad_token: str = "[PAD]"
+    pad_type_id: int = 0
+    length: int | None = None
+    pad_to_multiple_of: int | None = None
+
+    def target(self, longest: int) -> int:
+        n = self.length if self.length is not None else longest
+        m = self.pad_to_multiple_of
+        if m:
+            n = -(-n // m) * m
+        return n
+
+    def to_dict(self) -> dict:
+        strategy: object = {"Fixed": self.length} if self.length is not None else "BatchLongest"
+        return {"strategy": strategy, "direction": self.side.capitalize(),
+                "pad_to_multiple_of": self.pad_to_multiple_of, "pad_id": self.pad_id,
+                "pad_type_id": self.pad_type_id, "pad_token": self.pad_token}

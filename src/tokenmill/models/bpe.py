@@ -1,0 +1,185 @@
+"""The BPE model: a vocabulary plus an ORDERED list of merges, applied strictly by rank.
+
+The data lives here; the merge loop runs in the C++ core (``tokenmill._core.BPEModel``), which is
+built once and never changes, so encoding can run with the GIL released.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from tokenmill import _core
+from tokenmill._registry import field, register
+from tokenmill.errors import FormatError, InputError
+
+# Marker models cannot be written as Hugging Face "BPE": that schema has no separate
+# end-of-word symbol, so `tokenizers` would silently produce other ids. They get their own name.
+MARKER_TYPE = "tokenmill.BPE"
+
+
+@register("model", "BPE")
+class BPE:
+    """Byte-pair encoding with merges applied by rank (lowest first; on a tie, the leftmost).
+
+    ``end_of_word_suffix`` is glued to a word's last character (Hugging Face, subword-nmt);
+    ``end_of_word_marker`` is a separate symbol after every word (the textbooks' ``</w>``).
+
+    >>> bpe = BPE({"l": 0, "o": 1, "w": 2, "lo": 3, "low": 4}, [("l", "o"), ("lo", "w")])
+    >>> bpe.encode_word("lowl")
+    ['low', 'l']
+    """
+
+    def __init__(self, vocab: Mapping[str, int], merges: Sequence[tuple[str, str]], *,
+                 unk_token: str | None = None, continuing_subword_prefix: str | None = None,
+                 end_of_word_suffix: str | None = None, end_of_word_marker: str | None = None,
+                 byte_fallback: bool = False, fuse_unk: bool = False,
+                 ignore_merges: bool = False, cache_capacity: int = 10000) -> None:
+        if end_of_word_marker and end_of_word_suffix:
+            raise InputError("give end_of_word_marker or end_of_word_suffix, not both")
+        self.vocab = dict(vocab)
+        self.merges = [tuple(m) for m in merges]
+        self.unk_token = unk_token
+        self.continuing_subword_prefix = continuing_subword_prefix
+        self.end_of_word_suffix = end_of_word_suffix
+        self.end_of_word_marker = end_of_word_marker
+        self.byte_fallback = byte_fallback
+        self.fuse_unk = fuse_unk
+        self.ignore_merges = ignore_merges
+        self.cache_capacity = cache_capacity
+        self._id_to_token = {i: t for t, i in self.vocab.items()}
+        for name, token in (("unk_token", unk_token), ("end_of_word_marker", end_of_word_marker)):
+            if token is not None and token not in self.vocab:
+                raise InputError(f"{name} {token!r} is not in the vocab")
+        self._core = _core.BPEModel(
+            list(self.vocab), list(self.vocab.values()), self._merge_triples(),
+            self.vocab[unk_token] if unk_token is not None else -1,
+            continuing_subword_prefix or "", end_of_word_suffix or "",
+            self.vocab[end_of_word_marker] if end_of_word_marker else -1,
+            byte_fallback, fuse_unk, ignore_merges, cache_capacity)
+
+    def merged_token(self, left: str, right: str) -> str:
+        """The token a merge of ``left`` and ``right`` makes (the right's prefix is dropped)."""
+        prefix = self.continuing_subword_prefix
+        if prefix and right.startswith(prefix):
+            right = right[len(prefix):]
+        return left + right
+
+    def _merge_triples(self) -> list[int]:
+        flat: list[int] = []
+        vocab = self.vocab
+        for rank, (left, right) in enumerate(self.merges):
+            new = self.merged_token(left, right)
+            for part in (left, right, new):
+                if part not in vocab:
+                    raise InputError(f"merges[{rank}] ({left!r}, {right!r}): {part!r} is not "
+                                     "in the vocab")
+            flat += (vocab[left], vocab[right], vocab[new])
+        return flat
+
+    # -- encoding --------------------------------------------------------------------------
+
+    def encode_pieces(self, pieces: list[str]) -> list[int]:
+        """Tokens of a batch of pre-tokens as one flat list ``[id, piece, start, end] * n``
+        (``start``/``end``: characters of the piece)."""
+        return self._core.encode_words(pieces)
+
+    def encode_word(self, word: str) -> list[str]:
+        """The tokens of one pre-token."""
+        flat = self._core.encode_words([word])
+        return [self._id_to_token[i] for i in flat[0::4]]
+
+    def merge_symbols(self, symbols: Sequence[str]) -> list[str]:
+        """Apply the merges by rank to symbols the caller chose (the teaching path).
+
+        >>> bpe = BPE({"l": 0, "o": 1, "w": 2, "e": 3, "r": 4, "</w>": 5, "lo": 6, "low": 7,
+        ...            "er": 8}, [("l", "o"), ("lo", "w"), ("e", "r")])
+        >>> bpe.merge_symbols(["l", "o", "w", "e", "r", "</w>"])
+        ['low', 'er', '</w>']
+        """
+        missing = [s for s in symbols if s not in self.vocab]
+        if missing:
+            raise InputError(f"symbol {missing[0]!r} is not in the vocab")
+        ids = self._core.merge_ids([self.vocab[s] for s in symbols])
+        return [self._id_to_token[i] for i in ids]
+
+    def token_to_id(self, token: str) -> int | None:
+        return self.vocab.get(token)
+
+    def id_to_token(self, id: int) -> str | None:
+        return self._id_to_token.get(id)
+
+    def get_vocab(self) -> dict[str, int]:
+        return dict(self.vocab)
+
+    @property
+    def vocab_size(self) -> int:
+        return len(self.vocab)
+
+    # -- files -----------------------------------------------------------------------------
+
+    @property
+    def hf_compatible(self) -> str | None:
+        """None if ``tokenizers`` can read this model, else the reason it cannot."""
+        if self.end_of_word_marker:
+            return (f"its end-of-word marker {self.end_of_word_marker!r} is a separate symbol "
+                    "after every word, which the Hugging Face BPE model has no way to express "
+                    "(train with end_of_word_suffix instead)")
+        return None
+
+    def to_dict(self) -> dict[str, Any]:
+        out: dict[str, Any] = {
+            "type": MARKER_TYPE if self.end_of_word_marker else "BPE",
+            "dropout": None,
+            "unk_token": self.unk_token,
+            "continuing_subword_prefix": self.continuing_subword_prefix,
+            "end_of_word_suffix": self.end_of_word_suffix,
+            "fuse_unk": self.fuse_unk,
+            "byte_fallback": self.byte_fallback,
+            "ignore_merges": self.ignore_merges,
+        }
+        if self.end_of_word_marker:
+            out["end_of_word_marker"] = self.end_of_word_marker
+        out["vocab"] = self.vocab
+        out["merges"] = [list(m) for m in self.merges]
+        return out
+
+    @classmethod
+    def from_fields(cls, data: dict[str, Any], where: str) -> BPE:
+        vocab = field(data, "vocab", dict, where)
+        for token, i in vocab.items():
+            if isinstance(i, bool) or not isinstance(i, int) or i < 0 or i >= 2**32:
+                raise FormatError(f"{where}.vocab[{token!r}]: expected an id (integer >= 0), "
+                                  f"got {i!r}")
+        if field(data, "dropout", (float, int), where, None) not in (None, 0, 0.0):
+            raise FormatError(f"{where}.dropout: BPE-dropout is not supported by this version; "
+                              "expected null")
+        merges: list[tuple[str, str]] = []
+        for rank, m in enumerate(field(data, "merges", list, where, [])):
+            if isinstance(m, str) and m.count(" ") == 1:
+                left, right = m.split(" ")
+            elif isinstance(m, list) and len(m) == 2 and all(isinstance(s, str) for s in m):
+                left, right = m
+            else:
+                raise FormatError(f"{where}.merges[{rank}]: expected \"left right\" or "
+                                  f"[left, right], got {m!r}")
+            merges.append((left, right))
+        try:
+            return cls(
+                vocab, merges,
+                unk_token=field(data, "unk_token", str, where, None),
+                continuing_subword_prefix=field(data, "continuing_subword_prefix", str, where,
+                                                None),
+                end_of_word_suffix=field(data, "end_of_word_suffix", str, where, None),
+                end_of_word_marker=field(data, "end_of_word_marker", str, where, None),
+                byte_fallback=field(data, "byte_fallback", bool, where, False),
+                fuse_unk=field(data, "fuse_unk", bool, where, False),
+                ignore_merges=field(data, "ignore_merges", bool, where, False),
+            )
+        except InputError as e:
+            raise FormatError(f"{where}: {e}") from None
+
+
+# The marker variant is read by the same class.
+register("model", MARKER_TYPE)(BPE)
+BPE.type_name = "BPE"  # type: ignore[attr-defined]

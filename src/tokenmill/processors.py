@@ -1,0 +1,131 @@
+"""Post-processors: what is added around the model's tokens (BOS/EOS, [CLS]/[SEP], pair layout)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from tokenmill._registry import field, register
+from tokenmill.encoding import Encoding
+from tokenmill.errors import FormatError, InputError
+
+# One template item: ("sequence", "A" | "B", type_id) or ("special", token, type_id).
+Item = tuple[str, str, int]
+
+
+def _parse_template(template: str | list[str], where: str) -> list[Item]:
+    words = template.split() if isinstance(template, str) else list(template)
+    items: list[Item] = []
+    for word in words:
+        name, _, type_id = word.partition(":")
+        if type_id and not type_id.isdigit():
+            raise InputError(f"{where}: type id of {word!r} must be a number")
+        tid = int(type_id) if type_id else 0
+        if name in ("$", "$A", "$0"):
+            items.append(("sequence", "A", tid))
+        elif name in ("$B", "$1"):
+            items.append(("sequence", "B", tid))
+        elif name.startswith("$") and name[1:].isdigit():
+            items.append(("sequence", "A", int(name[1:])))
+        else:
+            items.append(("special", name, tid))
+    return items
+
+
+@register("post_processor", "TemplateProcessing")
+class TemplateProcessing:
+    """Lays out one or two encodings with special tokens, e.g. ``[CLS] $A [SEP] $B:1 [SEP]:1``.
+
+    ``$A``/``$B`` stand for the inputs; ``:N`` gives an item's type id; ``special_tokens`` maps
+    each special token to its id(s).
+
+    >>> from tokenmill.encoding import Encoding
+    >>> p = TemplateProcessing(single="<s> $A </s>", special_tokens=[("<s>", 0), ("</s>", 2)])
+    >>> p.process(Encoding([7, 8], ["a", "b"], [(0, 1), (1, 2)])).ids
+    [0, 7, 8, 2]
+    """
+
+    def __init__(self, single: str | list[str] = "$A", pair: str | list[str] | None = None,
+                 special_tokens: list[tuple[str, int]] | dict[str, list[int]] | None = None
+                 ) -> None:
+        self.single = _parse_template(single, "single")
+        self.pair = _parse_template(pair if pair is not None else "$A $B:1", "pair")
+        specials: dict[str, list[int]] = {}
+        if isinstance(special_tokens, dict):
+            specials = {k: list(v) for k, v in special_tokens.items()}
+        else:
+            specials = {tok: [i] for tok, i in special_tokens or []}
+        self.special_tokens = specials
+        for item in self.single + self.pair:
+            if item[0] == "special" and item[1] not in specials:
+                raise InputError(f"template uses special token {item[1]!r} but special_tokens "
+                                 "does not give its id")
+        if any(kind == "sequence" and name == "B" for kind, name, _ in self.single):
+            raise InputError("the single template cannot use $B")
+
+    def added_tokens(self, is_pair: bool) -> int:
+        """How many tokens the template adds (what truncation must leave room for)."""
+        items = self.pair if is_pair else self.single
+        return sum(len(self.special_tokens[name]) for kind, name, _ in items if kind == "special")
+
+    def process(self, a: Encoding, b: Encoding | None = None,
+                add_special_tokens: bool = True) -> Encoding:
+        if not add_special_tokens:
+            return Encoding.concat([a] if b is None else [a, b])
+        parts: list[Encoding] = []
+        for kind, name, tid in self.pair if b is not None else self.single:
+            if kind == "sequence":
+                seq = a if name == "A" else b
+                assert seq is not None  # the single template never names $B (checked above)
+                parts.append(Encoding(seq.ids, seq.tokens, seq.offsets, [tid] * len(seq),
+                                      seq.attention_mask, seq.special_tokens_mask))
+            else:
+                ids = self.special_tokens[name]
+                tokens = [name] if len(ids) == 1 else [name] * len(ids)
+                parts.append(Encoding(list(ids), tokens, [(0, 0)] * len(ids), [tid] * len(ids),
+                                      [1] * len(ids), [1] * len(ids)))
+        return Encoding.concat(parts)
+
+    def to_dict(self) -> dict[str, Any]:
+        def items(template: list[Item]) -> list[dict[str, Any]]:
+            out: list[dict[str, Any]] = []
+            for kind, name, tid in template:
+                key = "Sequence" if kind == "sequence" else "SpecialToken"
+                out.append({key: {"id": name, "type_id": tid}})
+            return out
+
+        return {"type": "TemplateProcessing", "single": items(self.single),
+                "pair": items(self.pair),
+                "special_tokens": {k: {"id": k, "ids": v, "tokens": [k] * len(v)}
+                                   for k, v in self.special_tokens.items()}}
+
+    @classmethod
+    def from_fields(cls, data: dict[str, Any], where: str) -> TemplateProcessing:
+        def template(name: str) -> list[str]:
+            words: list[str] = []
+            for i, item in enumerate(field(data, name, list, where)):
+                at = f"{where}.{name}[{i}]"
+                if not isinstance(item, dict) or len(item) != 1:
+                    raise FormatError(f"{at}: expected {{\"Sequence\": ...}} or "
+                                      "{\"SpecialToken\": ...}")
+                (key, body), = item.items()
+                if key not in ("Sequence", "SpecialToken") or not isinstance(body, dict):
+                    raise FormatError(f"{at}: expected {{\"Sequence\": ...}} or "
+                                      "{\"SpecialToken\": ...}")
+                ident = field(body, "id", str, at + "." + key)
+                tid = field(body, "type_id", int, at + "." + key, 0)
+                words.append(f"${ident}:{tid}" if key == "Sequence" else f"{ident}:{tid}")
+            return words
+
+        specials: dict[str, list[int]] = {}
+        for name, body in field(data, "special_tokens", dict, where, {}).items():
+            at = f"{where}.special_tokens.{name}"
+            if not isinstance(body, dict):
+                raise FormatError(f"{at}: expected an object with \"ids\"")
+            ids = field(body, "ids", list, at)
+            if not all(isinstance(i, int) for i in ids):
+                raise FormatError(f"{at}.ids: expected a list of integers")
+            specials[name] = ids
+        try:
+            return cls(template("single"), template("pair"), specials)
+        except InputError as e:
+            raise FormatError(f"{where}: {e}") from None

@@ -1,0 +1,1 @@
+"""Slow, readable twins of the fast algorithms: test oracles and teaching material."""

@@ -1,0 +1,273 @@
+"""Tokenizer: normalizer -> pre-tokenizer -> model -> post-processor, and the decoder back."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+from collections import Counter
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any
+
+from tokenmill._io import atomic_write_text, check_text
+from tokenmill.added_tokens import AddedToken, AddedVocabulary
+from tokenmill.encoding import Encoding, Padding, Truncation
+from tokenmill.errors import InputError
+from tokenmill.models.bpe import BPE
+from tokenmill.normalized import NormalizedString
+from tokenmill.trainers.bpe import BPETrainer, TrainResult
+
+
+class Tokenizer:
+    """The whole input contract of a model: text in, ids out, and back.
+
+    >>> from tokenmill import BPE
+    >>> tok = Tokenizer(BPE({"h": 0, "i": 1, "hi": 2}, [("h", "i")]))
+    >>> tok.encode("hi").ids
+    [2]
+    """
+
+    def __init__(self, model: BPE, *, normalizer: Any = None, pre_tokenizer: Any = None,
+                 post_processor: Any = None, decoder: Any = None,
+                 added_tokens: Sequence[AddedToken] = (), truncation: Truncation | None = None,
+                 padding: Padding | None = None) -> None:
+        self.model = model
+        self.normalizer = normalizer
+        self.pre_tokenizer = pre_tokenizer
+        self.post_processor = post_processor
+        self.decoder = decoder
+        self.truncation = truncation
+        self.padding = padding
+        self._added = AddedVocabulary(list(added_tokens))
+
+    # -- vocabulary ------------------------------------------------------------------------
+
+    @property
+    def added_tokens(self) -> list[AddedToken]:
+        return list(self._added.tokens)
+
+    def add_special_tokens(self, tokens: Iterable[str]) -> int:
+        """Make each string a special token (matched whole, skipped by decode by default);
+        a string already in the vocabulary keeps its id. Returns how many were new."""
+        return self._add(tokens, special=True)
+
+    def add_tokens(self, tokens: Iterable[str]) -> int:
+        """Make each string one token wherever it appears. Returns how many were new."""
+        return self._add(tokens, special=False)
+
+    def _add(self, tokens: Iterable[str], special: bool) -> int:
+        current = list(self._added.tokens)
+        known = {t.content for t in current}
+        next_id = self.get_vocab_size()
+        added = 0
+        for content in tokens:
+            if not content:
+                raise InputError("an added token cannot be empty")
+            if content in known:
+                continue
+            token_id = self.model.token_to_id(content)
+            if token_id is None:
+                token_id = next_id
+                next_id += 1
+                added += 1
+            current.append(AddedToken(content, token_id, special=special))
+            known.add(content)
+        self._added = AddedVocabulary(current)
+        return added
+
+    def token_to_id(self, token: str) -> int | None:
+        added = self._added.by_content.get(token)
+        return added.id if added else self.model.token_to_id(token)
+
+    def id_to_token(self, id: int) -> str | None:
+        added = self._added.by_id.get(id)
+        return added.content if added else self.model.id_to_token(id)
+
+    def get_vocab(self, with_added_tokens: bool = True) -> dict[str, int]:
+        vocab = self.model.get_vocab()
+        if with_added_tokens:
+            vocab.update({t.content: t.id for t in self._added.tokens})
+        return vocab
+
+    def get_vocab_size(self, with_added_tokens: bool = True) -> int:
+        ids = set(self.model.vocab.values())
+        if with_added_tokens:
+            ids |= set(self._added.by_id)
+        return max(ids, default=-1) + 1
+
+    # -- encoding --------------------------------------------------------------------------
+
+    def pieces(self, text: str, base: int = 0) -> list[NormalizedString]:
+        """``text`` normalized and pre-tokenized: the words the model sees, with alignment."""
+        ns = NormalizedString(text, base)
+        if self.normalizer is not None:
+            ns = self.normalizer.normalize(ns)
+        if self.pre_tokenizer is not None:
+            return [p for p in self.pre_tokenizer.split(ns) if p.text]
+        return [ns] if ns.text else []
+
+    def _encode_text(self, text: str) -> Encoding:
+        check_text(text)
+        ids: list[int] = []
+        offsets: list[tuple[int, int]] = []
+        for added_id, start, end in self._added.split(text):
+            if added_id is not None:
+                ids.append(added_id)
+                offsets.append((start, end))
+                continue
+            pieces = self.pieces(text[start:end], start)
+            if not pieces:
+                continue
+            flat = self.model.encode_pieces([p.text for p in pieces])
+            ids += flat[0::4]
+            offsets += [pieces[p].span(s, e) for p, s, e in zip(flat[1::4], flat[2::4], flat[3::4])]
+        to_token = self.id_to_token
+        tokens = [to_token(i) or "" for i in ids]
+        special = self._added.special_ids
+        mask = [1 if i in special else 0 for i in ids] if special else []
+        return Encoding(ids, tokens, offsets, special_tokens_mask=mask)
+
+    def _post(self, a: Encoding, b: Encoding | None, add_special_tokens: bool,
+              truncation: Truncation | None) -> Encoding:
+        processor = self.post_processor
+        if truncation is not None:
+            room = truncation.max_length
+            if processor is not None and add_special_tokens:
+                room -= processor.added_tokens(b is not None)
+            if room < 0:
+                raise InputError(f"truncation max_length {truncation.max_length} leaves no "
+                                 "room for the special tokens the template adds")
+            if b is None:
+                a = a.truncated(room, truncation.stride, truncation.side)
+            else:
+                # Longest first: trim the longer input until both fit.
+                na, nb = len(a), len(b)
+                while na + nb > room:
+                    if na >= nb:
+                        na -= 1
+                    else:
+                        nb -= 1
+                a = a.truncated(na, 0, truncation.side)
+                b = b.truncated(nb, 0, truncation.side)
+        if processor is None:
+            out = Encoding.concat([a] if b is None else [a, b])
+            if b is not None:
+                n = len(a)
+                out.type_ids = [0] * n + [1] * len(b)
+        else:
+            out = processor.process(a, b, add_special_tokens)
+        out.overflowing = [self._post(o, None, add_special_tokens, None) for o in a.overflowing]
+        return out
+
+    def encode(self, text: str, pair: str | None = None, *, add_special_tokens: bool = True,
+               truncation: Truncation | None = None) -> Encoding:
+        """Encode one input (or a pair) into ids, tokens, offsets into the original text, and
+        masks. ``truncation`` overrides the tokenizer's own setting for this call."""
+        a = self._encode_text(text)
+        b = self._encode_text(pair) if pair is not None else None
+        return self._post(a, b, add_special_tokens, truncation or self.truncation)
+
+    def encode_batch(self, inputs: Sequence[str | tuple[str, str]], *,
+                     add_special_tokens: bool = True, padding: Padding | None = None,
+                     truncation: Truncation | None = None) -> list[Encoding]:
+        """Encode many inputs; pad them to a common length if ``padding`` (or the tokenizer's
+        own setting) says so."""
+        out = []
+        for item in inputs:
+            text, pair = (item, None) if isinstance(item, str) else item
+            out.append(self.encode(text, pair, add_special_tokens=add_special_tokens,
+                                   truncation=truncation))
+        padding = padding or self.padding
+        if padding is not None and out:
+            n = padding.target(max(len(e) for e in out))
+            out = [e.padded(n, pad_id=padding.pad_id, pad_token=padding.pad_token,
+                            pad_type_id=padding.pad_type_id, side=padding.side) for e in out]
+        return out
+
+    # -- decoding --------------------------------------------------------------------------
+
+    def decode(self, ids: Sequence[int], *, skip_special_tokens: bool = True) -> str:
+        """Text of ``ids``; special tokens are left out unless ``skip_special_tokens=False``."""
+        tokens: list[str] = []
+        special = self._added.special_ids
+        for position, i in enumerate(ids):
+            if skip_special_tokens and i in special:
+                continue
+            token = self.id_to_token(i) if isinstance(i, int) else None
+            if token is None:
+                raise InputError(f"ids[{position}]: {i!r} is not an id of this tokenizer "
+                                 f"(vocabulary size {self.get_vocab_size()})")
+            tokens.append(token)
+        if self.decoder is None:
+            return " ".join(tokens)
+        return self.decoder.decode(tokens)
+
+    def decode_batch(self, batch: Sequence[Sequence[int]], *,
+                     skip_special_tokens: bool = True) -> list[str]:
+        return [self.decode(ids, skip_special_tokens=skip_special_tokens) for ids in batch]
+
+    # -- training --------------------------------------------------------------------------
+
+    def count_words(self, texts: Iterable[str]) -> Counter[str]:
+        """Pre-token counts of ``texts`` under this tokenizer's normalizer and pre-tokenizer,
+        in first-seen order."""
+        counts: Counter[str] = Counter()
+        for i, text in enumerate(texts):
+            check_text(text, f"text {i}")
+            counts.update(p.text for p in self.pieces(text))
+        return counts
+
+    def train_from_iterator(self, texts: Iterable[str], trainer: BPETrainer) -> TrainResult:
+        """Learn the model from texts (pre-tokenized with this tokenizer's own pipeline)."""
+        return self.train_from_counts(self.count_words(texts), trainer)
+
+    def train_from_counts(self, counts: Mapping[str, int], trainer: BPETrainer) -> TrainResult:
+        """Learn the model from pre-token counts; special tokens become added tokens."""
+        result = trainer.train_from_counts(counts)
+        self.model = result.model
+        vocab = result.model.vocab
+        self._added = AddedVocabulary([AddedToken(t, vocab[t]) for t in trainer.special_tokens])
+        return result
+
+    # -- files -----------------------------------------------------------------------------
+
+    def to_dict(self) -> dict[str, Any]:
+        from tokenmill.formats import hf_json
+
+        return hf_json.to_dict(self)
+
+    @classmethod
+    def from_dict(cls, data: Any, source: str = "tokenizer") -> Tokenizer:
+        from tokenmill.formats import hf_json
+
+        return hf_json.from_dict(data, source)
+
+    def to_str(self, pretty: bool = False) -> str:
+        return json.dumps(self.to_dict(), ensure_ascii=False, indent=2 if pretty else None)
+
+    @classmethod
+    def from_str(cls, text: str, source: str = "tokenizer") -> Tokenizer:
+        from tokenmill.formats import hf_json
+
+        return hf_json.loads(text, source)
+
+    def save(self, path: str | os.PathLike[str], *, pretty: bool = True,
+             hf_compatible: bool = False) -> None:
+        """Write ``tokenizer.json`` atomically. With ``hf_compatible=True`` it is an error to
+        save what Hugging Face ``tokenizers`` could not read with the same ids."""
+        if hf_compatible and self.model.hf_compatible is not None:
+            raise InputError(f"cannot export to the Hugging Face schema: "
+                             f"{self.model.hf_compatible}")
+        atomic_write_text(path, self.to_str(pretty) + "\n")
+
+    @classmethod
+    def from_file(cls, path: str | os.PathLike[str]) -> Tokenizer:
+        from tokenmill.formats import hf_json
+
+        return hf_json.load(path)
+
+    def fingerprint(self) -> str:
+        """sha256 of the canonical content: equal fingerprints, equal behaviour."""
+        canonical = json.dumps(self.to_dict(), ensure_ascii=False, sort_keys=True,
+                               separators=(",", ":"))
+        return hashlib.sha256(canonical.encode("utf-8")).hexdigest()

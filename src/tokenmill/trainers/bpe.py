@@ -1,0 +1,174 @@
+"""BPE training options and orchestration; the merge loop itself runs in the C++ core."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Literal, NamedTuple
+
+from tokenmill import _core
+from tokenmill._io import check_text
+from tokenmill.errors import InputError
+from tokenmill.models.bpe import BPE
+from tokenmill.reference.bpe import trace_lines
+
+_MAX_COUNT = 2**64 - 1
+
+
+class MergeStep(NamedTuple):
+    """One round of training: ``left`` + ``right`` -> ``token``, a pair seen ``count`` times."""
+
+    left: str
+    right: str
+    token: str
+    count: int
+
+
+@dataclass(frozen=True)
+class TrainResult:
+    """The trained model and the trace of how it was learnt."""
+
+    model: BPE
+    steps: list[MergeStep]
+    alphabet_size: int
+
+    @property
+    def merges(self) -> list[tuple[str, str]]:
+        return [(s.left, s.right) for s in self.steps]
+
+    def trace_lines(self) -> list[str]:
+        """``Step 0: merge 'l' + 'o' -> 'lo' (count=3)``, one line per merge."""
+        return trace_lines(self.steps)
+
+
+@dataclass(frozen=True, kw_only=True)
+class BPETrainer:
+    """Options of BPE training. Defaults live here and only here (the CLI reads them).
+
+    >>> r = BPETrainer(num_merges=3, end_of_word_marker="</w>").train_from_counts(
+    ...     {"low": 2, "lower": 1})
+    >>> r.merges
+    [('l', 'o'), ('lo', 'w'), ('low', '</w>')]
+    """
+
+    vocab_size: int = field(default=30000, metadata={
+        "help": "size of the vocabulary to learn, special tokens and alphabet included"})
+    num_merges: int | None = field(default=None, metadata={
+        "help": "learn exactly this many merges instead of training to --vocab-size"})
+    min_frequency: int = field(default=0, metadata={
+        "help": "stop when the most frequent pair is seen fewer times than this"})
+    special_tokens: tuple[str, ...] = field(default=(), metadata={
+        "help": "special tokens, given ids 0..k-1 in this order"})
+    unk_token: str | None = field(default=None, metadata={
+        "help": "token for characters outside the vocabulary (must be a special token)"})
+    initial_alphabet: tuple[str, ...] = field(default=(), metadata={
+        "help": "characters always in the alphabet, seen in the corpus or not"})
+    limit_alphabet: int | None = field(default=None, metadata={
+        "help": "keep only the most frequent characters (plus the initial alphabet)"})
+    end_of_word_marker: str | None = field(default=None, metadata={
+        "help": "a SEPARATE symbol appended to every word, as in the textbooks (e.g. </w>)"})
+    end_of_word_suffix: str | None = field(default=None, metadata={
+        "help": "a suffix glued to each word's last character, as Hugging Face does"})
+    continuing_subword_prefix: str | None = field(default=None, metadata={
+        "help": "prefix of symbols that do not start a word (e.g. ##)"})
+    max_token_length: int | None = field(default=None, metadata={
+        "help": "never make a token longer than this many characters"})
+    tie_break: Literal["lexicographic", "first_seen"] = field(default="lexicographic", metadata={
+        "help": "among equally frequent pairs, take the smallest pair or the first seen"})
+    show_progress: bool = field(default=False, metadata={"help": "show a progress bar"})
+
+    def __post_init__(self) -> None:
+        self._check()
+
+    def _check(self) -> None:
+        if self.num_merges is None and self.vocab_size < 1:
+            raise InputError(f"vocab_size must be >= 1, got {self.vocab_size}")
+        if self.num_merges is not None and self.num_merges < 0:
+            raise InputError(f"num_merges must be >= 0, got {self.num_merges}")
+        if self.min_frequency < 0:
+            raise InputError(f"min_frequency must be >= 0, got {self.min_frequency}")
+        if self.end_of_word_marker and self.end_of_word_suffix:
+            raise InputError("give end_of_word_marker or end_of_word_suffix, not both")
+        if self.tie_break not in ("lexicographic", "first_seen"):
+            raise InputError(f"tie_break must be 'lexicographic' or 'first_seen', got "
+                             f"{self.tie_break!r}")
+        seen: set[str] = set()
+        for token in self.special_tokens:
+            if not token:
+                raise InputError("special_tokens: a special token cannot be empty")
+            if token in seen:
+                raise InputError(f"special_tokens: {token!r} is given twice")
+            seen.add(token)
+        if self.unk_token is not None and self.unk_token not in seen:
+            raise InputError(f"unk_token {self.unk_token!r} must be one of the special_tokens")
+        for c in self.initial_alphabet:
+            if len(c) != 1:
+                raise InputError(f"initial_alphabet: expected single characters, got {c!r}")
+        for name in ("limit_alphabet", "max_token_length"):
+            value = getattr(self, name)
+            if value is not None and value < (0 if name == "limit_alphabet" else 1):
+                raise InputError(f"{name} must be >= {0 if name == 'limit_alphabet' else 1}, "
+                                 f"got {value}")
+        for name in ("end_of_word_marker", "end_of_word_suffix", "continuing_subword_prefix"):
+            if getattr(self, name) == "":
+                raise InputError(f"{name} cannot be empty (leave it unset instead)")
+
+    def train_from_counts(self, counts: Mapping[str, int]) -> TrainResult:
+        """Learn merges from a mapping word -> count (words are pre-tokens; pairs never
+        cross them). Words are taken in the mapping's order, which ``first_seen`` uses."""
+        words: list[str] = []
+        freqs: list[int] = []
+        for word, count in counts.items():
+            if not isinstance(word, str):
+                raise InputError(f"words must be strings, got {type(word).__name__}: {word!r}")
+            if isinstance(count, bool) or not isinstance(count, int) or not 0 < count <= _MAX_COUNT:
+                raise InputError(f"count of {word!r} must be an integer in 1..2**64-1, "
+                                 f"got {count!r}")
+            if word:
+                words.append(word)
+                freqs.append(count)
+        if not words:
+            raise InputError("empty corpus: there are no words to train on")
+        for word in words:
+            check_text(word, f"word {word!r}")
+        bar = _progress_bar(self) if self.show_progress else None
+        try:
+            vocab, merges, alphabet_size = _core.train_bpe(
+                words, freqs,
+                self.vocab_size, -1 if self.num_merges is None else self.num_merges,
+                self.min_frequency, list(self.special_tokens), list(self.initial_alphabet),
+                -1 if self.limit_alphabet is None else self.limit_alphabet,
+                self.continuing_subword_prefix or "", self.end_of_word_suffix or "",
+                self.end_of_word_marker or "",
+                -1 if self.max_token_length is None else self.max_token_length,
+                self.tie_break == "first_seen", bar.update if bar else None)
+        finally:
+            if bar:
+                bar.close()
+        steps = [MergeStep(vocab[a], vocab[b], vocab[c], n) for a, b, c, n in merges]
+        model = BPE({t: i for i, t in enumerate(vocab)},
+                    [(s.left, s.right) for s in steps],
+                    unk_token=self.unk_token,
+                    continuing_subword_prefix=self.continuing_subword_prefix,
+                    end_of_word_suffix=self.end_of_word_suffix,
+                    end_of_word_marker=self.end_of_word_marker)
+        return TrainResult(model, steps, alphabet_size)
+
+
+class _progress_bar:
+    """Merges per second and the vocabulary size, fed from the core's progress callback."""
+
+    def __init__(self, trainer: BPETrainer) -> None:
+        from tqdm import tqdm
+
+        total = trainer.num_merges
+        self._bar = tqdm(total=total, unit="merge", desc="merging", leave=False)
+        self._done = 0
+
+    def update(self, merges: int, vocab: int) -> None:
+        self._bar.update(merges - self._done)
+        self._done = merges
+        self._bar.set_postfix(vocab=vocab, refresh=False)
+
+    def close(self) -> None:
+        self._bar.close()
