@@ -1,0 +1,121 @@
+"""The command line, called in-process through main(argv), plus one real subprocess."""
+
+import json
+import subprocess
+import sys
+
+import pytest
+
+from tokenmill import Tokenizer
+from tokenmill.cli import main
+
+
+@pytest.fixture
+def low(tmp_path):
+    path = tmp_path / "low.txt"
+    path.write_text("low low lower\n", encoding="utf-8")
+    return path
+
+
+def test_train_textbook_case_with_trace(low, tmp_path, capsys):
+    out = tmp_path / "tok.json"
+    code = main(["train", str(low), "--num-merges", "3", "--end-of-word-marker", "</w>",
+                 "--trace", "--quiet", "-o", str(out)])
+    assert code == 0
+    assert capsys.readouterr().out.splitlines() == [
+        "Step 0: merge 'l' + 'o' -> 'lo' (count=3)",
+        "Step 1: merge 'lo' + 'w' -> 'low' (count=3)",
+        "Step 2: merge 'low' + '</w>' -> 'low</w>' (count=2)",
+    ]
+    tok = Tokenizer.from_file(out)
+    assert tok.model.merges == [("l", "o"), ("lo", "w"), ("low", "</w>")]
+    assert tok.encode("low lower").tokens == ["low</w>", "low", "e", "r", "</w>"]
+    assert tok.decode(tok.encode("low lower").ids) == "low lower"
+
+
+def test_train_sample_corpus_then_encode_decode_inspect(tmp_path, capsys):
+    out = tmp_path / "tok.json"
+    assert main(["train", "--byte-level", "--vocab-size", "400", "--special-tokens",
+                 "<|endoftext|>", "--quiet", "-o", str(out)]) == 0
+    assert main(["encode", "-t", str(out), "Alice was tired.", "--json"]) == 0
+    enc = json.loads(capsys.readouterr().out)
+    text = "Alice was tired."
+    assert "".join(text[s:e] for s, e in enc["offsets"]) == text
+    assert main(["decode", "-t", str(out), *map(str, enc["ids"])]) == 0
+    assert capsys.readouterr().out == text + "\n"
+    assert main(["encode", "-t", str(out), "Alice"]) == 0
+    table = capsys.readouterr().out
+    assert table.splitlines()[0].split() == ["#", "id", "token", "offsets", "text"]
+    assert main(["inspect", str(out)]) == 0
+    info = capsys.readouterr().out
+    assert Tokenizer.from_file(out).fingerprint() in info
+    assert any(line.split() == ["Hugging", "Face", "compatible"] for line in info.splitlines())
+
+
+def test_marker_tokenizer_says_why_it_is_not_hf(low, tmp_path, capsys):
+    out = tmp_path / "tok.json"
+    main(["train", str(low), "--num-merges", "2", "--end-of-word-marker", "</w>", "--quiet",
+          "-o", str(out)])
+    main(["inspect", str(out)])
+    assert "not compatible: its end-of-word marker '</w>' is a separate symbol" in \
+        capsys.readouterr().out
+
+
+def bad(args, capsys):
+    code = main(args)
+    err = capsys.readouterr().err
+    assert code == 2
+    assert err.startswith("tokenmill: error: ") and err.count("\n") == 1
+    assert "Traceback" not in err
+    return err
+
+
+def test_bad_inputs_exit_2_with_one_line(tmp_path, capsys):
+    out = tmp_path / "tok.json"
+    empty = tmp_path / "empty.txt"
+    empty.write_text("", encoding="utf-8")
+    assert "empty corpus" in bad(["train", str(empty), "-o", str(out)], capsys)
+    assert "no such file" in bad(["train", str(tmp_path / "nope.txt"), "-o", str(out)], capsys)
+    latin = tmp_path / "latin1.txt"
+    latin.write_bytes("ok line\ncaf\xe9\n".encode("latin-1"))
+    err = bad(["train", str(latin), "-o", str(out)], capsys)
+    assert f"{latin}: not UTF-8 at byte offset 11" in err
+    assert "smaller than the alphabet" in bad(
+        ["train", "--vocab-size", "5", "-o", str(out)], capsys)
+    assert "given twice" in bad(
+        ["train", "--special-tokens", "<s>", "<s>", "-o", str(out)], capsys)
+    assert not out.exists()  # nothing half-written by any of the failures
+    truncated = tmp_path / "trunc.json"
+    truncated.write_text('{"model": {"type": "BPE", "vocab": {"a": 0', encoding="utf-8")
+    assert "truncated" in bad(["inspect", str(truncated)], capsys)
+    wrong = tmp_path / "wrong.json"
+    wrong.write_text('{"model": {"type": "BPE", "vocab": {"a": "x"}, "merges": []}}',
+                     encoding="utf-8")
+    assert "model.vocab['a']: expected an id" in bad(["inspect", str(wrong)], capsys)
+    assert "truncated" in bad(["encode", "-t", str(truncated), "x"], capsys)
+
+
+def test_errors_replace_goes_on(tmp_path, capsys):
+    latin = tmp_path / "latin1.txt"
+    latin.write_bytes("caf\xe9 caf\xe9\n".encode("latin-1"))
+    out = tmp_path / "tok.json"
+    assert main(["train", str(latin), "--errors", "replace", "--num-merges", "2", "--quiet",
+                 "-o", str(out)]) == 0
+    assert "\ufffd" in Tokenizer.from_file(out).get_vocab()
+
+
+def test_surrogate_text_on_the_command_line(tmp_path, capsys):
+    out = tmp_path / "tok.json"
+    main(["train", "--vocab-size", "300", "--quiet", "-o", str(out)])
+    assert "lone surrogate" in bad(["encode", "-t", str(out), "ab\udcff"], capsys)
+
+
+def test_console_script_in_a_subprocess(tmp_path):
+    out = tmp_path / "tok.json"
+    run = subprocess.run([sys.executable, "-m", "tokenmill", "train", "--vocab-size", "300",
+                          "--quiet", "-o", str(out)], capture_output=True, text=True)
+    assert run.returncode == 0, run.stderr
+    run = subprocess.run([sys.executable, "-m", "tokenmill", "inspect", str(tmp_path / "x")],
+                         capture_output=True, text=True)
+    assert run.returncode == 2
+    assert run.stderr.strip() == f"tokenmill: error: {tmp_path / 'x'}: no such file"

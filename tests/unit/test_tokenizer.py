@@ -1,0 +1,100 @@
+"""The pipeline with a hand-made model: encode, decode, added tokens, padding, truncation."""
+
+import pytest
+
+from tokenmill import BPE, Encoding, InputError, Padding, Tokenizer, Truncation
+from tokenmill.processors import TemplateProcessing
+
+VOCAB = {"<s>": 0, "</s>": 1, "<pad>": 2, "h": 3, "i": 4, "o": 5, "hi": 6, "ho": 7, "hih": 8}
+MERGES = [("h", "i"), ("h", "o"), ("hi", "h")]
+
+
+def make(**kw) -> Tokenizer:
+    tok = Tokenizer(BPE(VOCAB, MERGES), **kw)
+    tok.add_special_tokens(["<s>", "</s>", "<pad>"])
+    return tok
+
+
+def test_encode_ids_tokens_offsets():
+    enc = make().encode("hiho")
+    assert enc.ids == [6, 7]
+    assert enc.tokens == ["hi", "ho"]
+    assert enc.offsets == [(0, 2), (2, 4)]
+    assert enc.attention_mask == [1, 1]
+    assert enc.special_tokens_mask == [0, 0]
+
+
+def test_special_tokens_in_text_are_matched_whole():
+    enc = make().encode("hi</s>ho")
+    assert enc.ids == [6, 1, 7]
+    assert enc.offsets == [(0, 2), (2, 6), (6, 8)]
+    assert enc.special_tokens_mask == [0, 1, 0]
+
+
+def test_template_single_and_pair():
+    post = TemplateProcessing(single="<s> $A </s>", pair="<s> $A </s> $B:1 </s>:1",
+                              special_tokens=[("<s>", 0), ("</s>", 1)])
+    tok = make(post_processor=post)
+    enc = tok.encode("hi", "ho")
+    assert enc.ids == [0, 6, 1, 7, 1]
+    assert enc.type_ids == [0, 0, 0, 1, 1]
+    assert enc.special_tokens_mask == [1, 0, 1, 0, 1]
+    assert enc.offsets == [(0, 0), (0, 2), (0, 0), (0, 2), (0, 0)]
+    assert tok.encode("hi", add_special_tokens=False).ids == [6]
+    assert tok.decode(enc.ids) == "hi ho"
+    assert tok.decode(enc.ids, skip_special_tokens=False) == "<s> hi </s> ho </s>"
+
+
+def test_truncation_with_stride_and_overflow():
+    enc = make().encode("hohohohoho", truncation=Truncation(max_length=2, stride=1))
+    assert enc.tokens == ["ho", "ho"]
+    assert [o.offsets for o in enc.overflowing] == [
+        [(2, 4), (4, 6)], [(4, 6), (6, 8)], [(6, 8), (8, 10)]]
+    left = make().encode("hihoo", truncation=Truncation(max_length=2, side="left"))
+    assert left.tokens == ["ho", "o"]
+
+
+def test_truncation_leaves_room_for_template():
+    post = TemplateProcessing(single="<s> $A </s>", special_tokens=[("<s>", 0), ("</s>", 1)])
+    enc = make(post_processor=post).encode("hohoho", truncation=Truncation(max_length=4))
+    assert enc.ids == [0, 7, 7, 1]
+
+
+def test_batch_padding_to_multiple():
+    batch = make().encode_batch(["hi", "hohoho"], padding=Padding(pad_id=2, pad_token="<pad>",
+                                                                  pad_to_multiple_of=4))
+    assert [e.ids for e in batch] == [[6, 2, 2, 2], [7, 7, 7, 2]]
+    assert [e.attention_mask for e in batch] == [[1, 0, 0, 0], [1, 1, 1, 0]]
+    left = make().encode_batch(["hi", "hoho"], padding=Padding(pad_id=2, side="left"))
+    assert left[0].ids == [2, 6] and left[0].attention_mask == [0, 1]
+
+
+def test_decode_unknown_id_names_position():
+    with pytest.raises(InputError, match=r"ids\[1\]: 99 is not an id"):
+        make().decode([6, 99])
+
+
+def test_lone_surrogate_is_a_clear_error():
+    with pytest.raises(InputError, match="lone surrogate U\\+D800 at character 2"):
+        make().encode("hi\ud800")
+
+
+def test_save_load_round_trip_and_fingerprint(tmp_path):
+    post = TemplateProcessing(single="<s> $A </s>", special_tokens=[("<s>", 0), ("</s>", 1)])
+    tok = make(post_processor=post, truncation=Truncation(max_length=8),
+               padding=Padding(pad_id=2, pad_token="<pad>"))
+    path = tmp_path / "tok.json"
+    tok.save(path)
+    again = Tokenizer.from_file(path)
+    assert again.fingerprint() == tok.fingerprint()
+    assert again.encode("hihoh").ids == tok.encode("hihoh").ids
+    assert again.truncation == tok.truncation and again.padding == tok.padding
+    other = Tokenizer(BPE(VOCAB, list(reversed(MERGES))))
+    assert other.fingerprint() != Tokenizer(BPE(VOCAB, MERGES)).fingerprint()
+
+
+def test_encoding_concat_and_pad_keep_masks():
+    a = Encoding([1], ["a"], [(0, 1)])
+    padded = a.padded(3, pad_id=0, pad_token="<pad>")
+    assert padded.special_tokens_mask == [0, 1, 1]
+    assert padded.offsets == [(0, 1), (0, 0), (0, 0)]
