@@ -1,0 +1,80 @@
+"""Properties of whole tokenizers on arbitrary text: byte-level round trips, and offsets that
+always slice the original text to the characters a token came from."""
+
+from importlib import resources
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from tokenmill import BPE, BPETrainer, Tokenizer, decoders, normalizers, pre_tokenizers
+
+# Any Unicode text but lone surrogates (which are not text; encode rejects them).
+texts = st.text(st.characters(exclude_categories=("Cs",)), max_size=60)
+
+
+def sample_lines() -> list[str]:
+    path = resources.files("tokenmill") / "data" / "sample.txt"
+    return path.read_text(encoding="utf-8").splitlines()
+
+
+@pytest.fixture(scope="module")
+def byte_level() -> Tokenizer:
+    tok = Tokenizer(BPE({}, []), pre_tokenizer=pre_tokenizers.ByteLevel(add_prefix_space=False),
+                    decoder=decoders.ByteLevel())
+    tok.train_from_iterator(sample_lines() + ["naïve café 東京 😀👍🏽"], BPETrainer(
+        vocab_size=600, initial_alphabet=tuple(pre_tokenizers.ByteLevel.alphabet())))
+    return tok
+
+
+@pytest.fixture(scope="module")
+def normalized_char_level() -> Tokenizer:
+    tok = Tokenizer(BPE({}, []),
+                    normalizer=normalizers.Sequence([normalizers.NFKC(), normalizers.Lowercase()]),
+                    pre_tokenizer=pre_tokenizers.Whitespace(),
+                    decoder=decoders.BPEDecoder(suffix="</w>"))
+    tok.train_from_iterator(sample_lines(), BPETrainer(
+        vocab_size=600, end_of_word_suffix="</w>", continuing_subword_prefix="##",
+        special_tokens=("[UNK]",), unk_token="[UNK]"))
+    return tok
+
+
+@settings(max_examples=300, deadline=None)
+@given(texts)
+def test_byte_level_round_trip(byte_level, text):
+    assert byte_level.decode(byte_level.encode(text).ids) == text
+
+
+@settings(max_examples=300, deadline=None)
+@given(texts)
+def test_byte_level_offsets_cover_token_bytes(byte_level, text):
+    enc = byte_level.encode(text)
+    to_bytes = pre_tokenizers.unicode_to_bytes()
+    previous_start = previous_end = 0
+    for token, (start, end) in zip(enc.tokens, enc.offsets):
+        assert 0 <= start < end <= len(text)
+        # Monotone; a token may end inside a multi-byte character that the next one finishes.
+        assert start >= previous_start and end >= previous_end
+        token_bytes = bytes(to_bytes[c] for c in token)
+        assert token_bytes in text[start:end].encode("utf-8")
+        previous_start, previous_end = start, end
+    # every character is covered by some token
+    covered = set()
+    for start, end in enc.offsets:
+        covered.update(range(start, end))
+    assert covered == set(range(len(text)))
+
+
+@settings(max_examples=300, deadline=None)
+@given(texts)
+def test_offsets_through_normalization(normalized_char_level, text):
+    tok = normalized_char_level
+    enc = tok.encode(text)
+    starts = [s for s, _ in enc.offsets]
+    assert starts == sorted(starts)
+    for token, (start, end) in zip(enc.tokens, enc.offsets):
+        assert 0 <= start < end <= len(text)
+        if token == "[UNK]":  # a character outside the vocabulary
+            continue
+        core = token.removeprefix("##").removesuffix("</w>")
+        assert core in tok.normalizer.normalize_str(text[start:end])
