@@ -1,0 +1,99 @@
+// C++ tests of the core, built with ASan/UBSan by tests/unit/test_native_sanitized.py (and by
+// CMake with -DTOKENMILL_BUILD_TESTS=ON). Hostile inputs: invalid UTF-8, empty words, very long
+// words, pairs that overlap, counts near 2^40.
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <string>
+#include <vector>
+
+#include "tokenmill/bpe.h"
+#include "tokenmill/bpe_trainer.h"
+#include "tokenmill/error.h"
+#include "tokenmill/utf8.h"
+
+namespace {
+
+int failures = 0;
+
+void check(bool ok, const char* what) {
+  if (!ok) {
+    std::fprintf(stderr, "FAILED: %s\n", what);
+    ++failures;
+  }
+}
+
+void test_utf8_never_reads_past_the_end() {
+  const std::string cut = "a\xE8\xAF";  // a 3-byte character cut after 2 bytes
+  check(tokenmill::utf8_count(cut) == 3, "a truncated character counts byte by byte");
+  const std::string lone = "\x80\xFF\xC0";
+  check(tokenmill::utf8_count(lone) == 3, "stray continuation and invalid lead bytes");
+  check(tokenmill::utf8_count("\xF0\x9F\x98\x80") == 1, "an astral character is one");
+}
+
+tokenmill::BPEModel small_model() {
+  // a=0 b=1 ab=2 aa=3 <0x80>..: byte fallback tokens for a few bytes only
+  std::vector<std::string> tokens = {"a", "b", "ab", "aa", "<unk>"};
+  std::vector<uint32_t> ids = {0, 1, 2, 3, 4};
+  std::vector<tokenmill::Merge> merges = {{0, 1, 2}, {0, 0, 3}};
+  tokenmill::BPEOptions opt;
+  opt.unk_id = 4;
+  opt.fuse_unk = true;
+  return tokenmill::BPEModel(tokens, ids, merges, opt);
+}
+
+void test_encode_hostile_words() {
+  const tokenmill::BPEModel model = small_model();
+  std::vector<tokenmill::TokenSpan> out;
+  model.encode_word("", out);
+  check(out.empty(), "empty word gives nothing");
+  // a, U+8BC0 (valid, unknown), a stray 0xFF byte, z, z: four unknown characters in a row
+  model.encode_word("a\xE8\xAF\x80\xFFzz", out);
+  check(out.size() == 2 && out[1].id == 4 && out[1].start == 1 && out[1].end == 5,
+        "unknown and invalid bytes fuse into one unk with a bounded span");
+  out.clear();
+  std::string longword(100000, 'a');
+  longword += "b";
+  model.encode_word(longword, out);
+  // a+b has rank 0, so the final "ab" forms first; the 99,999 a's before it pair up.
+  check(out.size() == 50001, "100k symbols take the heap path and merge aa pairs");
+  check(out.back().id == 2 && out.back().end == 100001, "the word ends with ab");
+  check(out[49999].id == 0, "one a is left over before ab");
+  out.clear();
+  model.encode_word("aaa", out);
+  check(out.size() == 2 && out[0].id == 3 && out[1].id == 0, "equal rank merges the leftmost");
+}
+
+void test_trainer_large_counts_and_errors() {
+  tokenmill::BPETrainerOptions opt;
+  opt.num_merges = 3;
+  opt.end_of_word_marker = "</w>";
+  const uint64_t big = uint64_t{1} << 40;
+  auto result = tokenmill::train_bpe({"ab", "abc", "\xFF\xFE"}, {big + 1, big, 3}, opt, {});
+  check(result.merges.size() == 3, "three merges");
+  check(result.merges[0].count == 2 * big + 1, "pair counts do not wrap at 2^32");
+  tokenmill::BPETrainerOptions tiny;
+  tiny.vocab_size = 2;
+  bool threw = false;
+  try {
+    tokenmill::train_bpe({"abc"}, {1}, tiny, {});
+  } catch (const tokenmill::Error&) {
+    threw = true;
+  }
+  check(threw, "vocab_size below the alphabet is an error");
+  tokenmill::BPETrainerOptions first;
+  first.num_merges = 50;
+  first.tie_break = tokenmill::TieBreak::kFirstSeen;
+  auto r2 = tokenmill::train_bpe({"", "aaaaaaa", "abababab", "x"}, {1, 2, 3, 4}, first, {});
+  check(!r2.merges.empty(), "first-seen training runs over empty and repetitive words");
+}
+
+}  // namespace
+
+int main() {
+  test_utf8_never_reads_past_the_end();
+  test_encode_hostile_words();
+  test_trainer_large_counts_and_errors();
+  if (failures == 0) std::printf("core tests: all passed\n");
+  return failures == 0 ? 0 : 1;
+}
