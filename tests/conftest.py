@@ -3,9 +3,12 @@
 from __future__ import annotations
 
 import os
+import tempfile
 from pathlib import Path
 
+import hypothesis.configuration
 import pytest
+from hypothesis import settings
 
 ROOT = Path(__file__).resolve().parents[1]
 SHARED_DATA = Path(os.environ.get("TOKENMILL_SHARED_DATA", ROOT.parent / "shared" / "data"))
@@ -20,3 +23,11 @@ def shared_data() -> Path:
             pytest.fail(message)
         pytest.skip(message)
     return SHARED_DATA
+
+
+# Tests write nothing outside temporary directories: no example database, and hypothesis's
+# home (it would otherwise create ./.hypothesis) in the temporary directory.
+hypothesis.configuration.set_hypothesis_home_dir(
+    Path(tempfile.gettempdir(), "tokenmill-hypothesis"))
+settings.register_profile("tokenmill", deadline=None, database=None)
+settings.load_profile("tokenmill")

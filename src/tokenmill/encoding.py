@@ -40,7 +40,8 @@ class Encoding:
         return len(self.ids)
 
     def __repr__(self) -> str:
-        return f"Encoding(num_tokens={len(self.ids)}, ids={self.ids[:8]}{'...' if len(self) > 8 else ''})"
+        more = "..." if len(self) > 8 else ""
+        return f"Encoding(num_tokens={len(self.ids)}, ids={self.ids[:8]}{more})"
 
     def _window(self, i: int, j: int) -> Encoding:
         return Encoding(self.ids[i:j], self.tokens[i:j], self.offsets[i:j], self.type_ids[i:j],

@@ -1,4 +1,4 @@
-"""Text with an alignment back to the original input, carried through normalizers and pre-tokenizers.
+"""Text aligned to the original input, carried through normalizers and pre-tokenizers.
 
 Offsets in an Encoding always point into the ORIGINAL text. Every transformation of the text
 (NFKC, lowercasing, replacing, splitting, byte-level mapping) therefore keeps, for each character
@@ -52,8 +52,12 @@ class NormalizedString:
         if j > i:
             return self.starts[i], self.ends[j - 1]
         # An empty span sits where the next character starts (or where the last one ends).
+        # subtle: inside an expansion ("ﬁ" -> "fi", both from (0, 1)) the next character
+        # starts before the previous one ends; the gap then takes the previous one's end so
+        # offsets never run backwards.
         if i < len(self.starts):
-            return self.starts[i], self.starts[i]
+            start = self.starts[i]
+            return start, max(start, self.ends[i - 1]) if i > 0 else start
         end = self.ends[-1] if self.ends else self.base
         return end, end
 

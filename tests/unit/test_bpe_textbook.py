@@ -9,7 +9,8 @@ MARKER = "</w>"
 
 
 def merges(counts, n, **kw):
-    return BPETrainer(num_merges=n, end_of_word_marker=MARKER, **kw).train_from_counts(counts).merges
+    trainer = BPETrainer(num_merges=n, end_of_word_marker=MARKER, **kw)
+    return trainer.train_from_counts(counts).merges
 
 
 @pytest.mark.parametrize("counts, n, expected", [
