@@ -96,11 +96,11 @@ def _parser() -> argparse.ArgumentParser:
 def _texts(files: Sequence[str], errors: str) -> Iterator[str]:
     if not files:
         sample = resources.files("tokenmill") / "data" / "sample.txt"
-        with resources.as_file(sample) as path:
-            yield from read_lines(path)
+        with resources.as_file(sample) as sample_path:
+            yield from read_lines(sample_path)
         return
-    for path in files:
-        yield from read_lines(path, errors)  # type: ignore[arg-type]
+    for name in files:
+        yield from read_lines(name, errors)  # type: ignore[arg-type]
 
 
 def _train(args: argparse.Namespace) -> int:

@@ -21,7 +21,7 @@ class MergeStep(NamedTuple):
     left: str
     right: str
     token: str
-    count: int
+    count: int  # type: ignore[assignment]  # the trace's word for it; shadows tuple.count
 
 
 @dataclass(frozen=True)
