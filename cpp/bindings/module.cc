@@ -14,6 +14,7 @@
 #include "tokenmill/bpe.h"
 #include "tokenmill/bpe_trainer.h"
 #include "tokenmill/error.h"
+#include "tokenmill/pretokenize.h"
 
 namespace nb = nanobind;
 using namespace nb::literals;
@@ -52,6 +53,28 @@ std::vector<uint32_t> encode_words(const BPEModel& model, const std::vector<std:
     }
   }
   return flat;
+}
+
+// Character offsets where each piece of text ends, split by one of the GPT-family patterns.
+std::vector<uint32_t> pretokenize(int pattern, const std::string& text) {
+  if (pattern < 0 || pattern > 2) throw tokenmill::Error("unknown split pattern id");
+  std::vector<uint32_t> ends;
+  {
+    nb::gil_scoped_release release;
+    tokenmill::pretokenize(static_cast<tokenmill::SplitPattern>(pattern), text, ends);
+    // bytes -> characters: count the characters of each piece
+    uint32_t chars = 0;
+    std::size_t byte = 0;
+    for (uint32_t& end : ends) {
+      while (byte < end) {
+        const auto b = static_cast<unsigned char>(text[byte]);
+        if ((b & 0xC0) != 0x80) ++chars;
+        ++byte;
+      }
+      end = chars;
+    }
+  }
+  return ends;
 }
 
 nb::tuple train(const std::vector<std::string>& words, const std::vector<uint64_t>& counts,
@@ -135,6 +158,8 @@ NB_MODULE(_core, m) {
             return model.merge_ids(ids);
           },
           "ids"_a);
+
+  m.def("pretokenize", &pretokenize, "pattern"_a, "text"_a);
 
   m.def("train_bpe", &train, "words"_a, "counts"_a, "vocab_size"_a, "num_merges"_a,
         "min_frequency"_a, "special_tokens"_a, "initial_alphabet"_a, "limit_alphabet"_a,

@@ -1,0 +1,33 @@
+// Hand-written scanners for the pre-tokenizer patterns of the GPT family. Each splits text
+// exactly as the `regex` module's findall does with the pattern (no regex engine on the hot
+// path): tests hold them equal on random text and on every line of the corpora.
+//
+//   kGPT2    's|'t|'re|'ve|'m|'ll|'d| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+(?!\S)|\s+
+//            (and tiktoken's r50k/p50k spelling of it, which splits the same)
+//   kCL100K  '(?i:[sdmt]|ll|ve|re)|[^\r\n\p{L}\p{N}]?+\p{L}++|\p{N}{1,3}+|
+//            ?[^\s\p{L}\p{N}]++[\r\n]*+|\s++$|\s*[\r\n]|\s+(?!\S)|\s
+//   kO200K   [^\r\n\p{L}\p{N}]?[UPPER]*[LOWER]+(?i:'s|'t|'re|'ve|'m|'ll|'d)?|
+//            [^\r\n\p{L}\p{N}]?[UPPER]+[LOWER]*(?i:'s|...)?|\p{N}{1,3}|
+//             ?[^\s\p{L}\p{N}]+[\r\n/]*|\s*[\r\n]+|\s+(?!\S)|\s+
+//            with UPPER = \p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M} and LOWER = \p{Ll}\p{Lm}\p{Lo}\p{M}
+//
+// Every character of any text is matched by some alternative of these patterns, so the pieces
+// are contiguous and cover the text: a scanner only has to find where each piece ends.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <string_view>
+#include <vector>
+
+namespace tokenmill {
+
+enum class SplitPattern : int { kGPT2 = 0, kCL100K = 1, kO200K = 2 };
+
+// Byte offset where the piece starting at byte i ends (i < text.size()).
+std::size_t piece_end(SplitPattern pattern, std::string_view text, std::size_t i);
+
+// Appends the byte offset where each piece of text ends.
+void pretokenize(SplitPattern pattern, std::string_view text, std::vector<uint32_t>& ends);
+
+}  // namespace tokenmill

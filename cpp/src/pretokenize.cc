@@ -1,0 +1,218 @@
+#include "tokenmill/pretokenize.h"
+
+#include "tokenmill/unicode.h"
+
+namespace tokenmill {
+
+namespace {
+
+using std::size_t;
+
+constexpr uint8_t kLN = uc::kLetter | uc::kNumber;
+
+bool is_letter(const Char& c) { return (c.flags & uc::kLetter) != 0; }
+bool is_number(const Char& c) { return (c.flags & uc::kNumber) != 0; }
+bool is_space(const Char& c) { return (c.flags & uc::kSpace) != 0; }
+bool is_newline(const Char& c) { return c.cp == '\r' || c.cp == '\n'; }
+// [^\s\p{L}\p{N}]
+bool is_other(const Char& c) { return (c.flags & (kLN | uc::kSpace)) == 0; }
+// [^\r\n\p{L}\p{N}]: the optional one-character prefix of a word in cl100k and o200k
+bool is_prefix(const Char& c) { return (c.flags & kLN) == 0 && !is_newline(c); }
+bool is_upperish(const Char& c) { return (c.flags & uc::kUpperish) != 0; }
+bool is_lowerish(const Char& c) { return (c.flags & uc::kLowerish) != 0; }
+
+// End of the run of characters satisfying pred that starts at i (i itself if none).
+template <typename Pred>
+size_t run(std::string_view s, size_t i, Pred pred) {
+  while (i < s.size()) {
+    const Char c = char_at(s, i);
+    if (!pred(c)) break;
+    i += c.len;
+  }
+  return i;
+}
+
+// A whitespace run [i, end): where it ends, where its last character starts, and where the
+// last \r or \n in it ends (npos if none).
+struct SpaceRun {
+  size_t end;
+  size_t last_start;
+  size_t after_newline;
+};
+
+constexpr size_t npos = static_cast<size_t>(-1);
+
+SpaceRun space_run(std::string_view s, size_t i) {
+  SpaceRun r{i, i, npos};
+  while (r.end < s.size()) {
+    const Char c = char_at(s, r.end);
+    if (!is_space(c)) break;
+    r.last_start = r.end;
+    r.end += c.len;
+    if (is_newline(c)) r.after_newline = r.end;
+  }
+  return r;
+}
+
+char ascii_lower(uint32_t cp) {
+  return cp < 128 ? static_cast<char>(cp >= 'A' && cp <= 'Z' ? cp + 32 : cp) : '\0';
+}
+
+// After an apostrophe at i: the end of a contraction 's 't 're 've 'm 'll 'd, or npos.
+// With ignore_case, (?i) as the regex module applies it: ASCII case, and U+017F (long s)
+// folds to s.
+size_t contraction(std::string_view s, size_t i, bool ignore_case) {
+  if (i >= s.size() || s[i] != '\'' || i + 1 >= s.size()) return npos;
+  const Char a = char_at(s, i + 1);
+  char x = ignore_case ? ascii_lower(a.cp) : (a.cp < 128 ? static_cast<char>(a.cp) : '\0');
+  if (ignore_case && a.cp == 0x17F) x = 's';
+  if (x == 's' || x == 't' || x == 'm' || x == 'd') return i + 1 + a.len;
+  if (i + 2 >= s.size() || a.len != 1) return npos;
+  const Char b = char_at(s, i + 2);
+  const char y = ignore_case ? ascii_lower(b.cp) : (b.cp < 128 ? static_cast<char>(b.cp) : '\0');
+  if ((x == 'r' && y == 'e') || (x == 'v' && y == 'e') || (x == 'l' && y == 'l')) return i + 3;
+  return npos;
+}
+
+// Whitespace at i once the word and punctuation alternatives failed: \s+(?!\S) then \s+.
+size_t trailing_space(const SpaceRun& r, size_t i, size_t n) {
+  if (r.end == n) return r.end;                  // nothing follows: (?!\S) holds at the end
+  if (r.last_start > i) return r.last_start;     // give the last space to the next piece
+  return r.end;                                  // a single space before a non-space
+}
+
+size_t gpt2(std::string_view s, size_t i) {
+  const size_t n = s.size();
+  const size_t k = contraction(s, i, false);
+  if (k != npos) return k;
+  Char c = char_at(s, i);
+  size_t start = i;
+  if (c.cp == ' ' && i + 1 < n) {
+    const Char d = char_at(s, i + 1);
+    if (!is_space(d)) {  // " ?" takes the space when a letter, number or other follows
+      start = i + 1;
+      c = d;
+    }
+  }
+  if (is_letter(c)) return run(s, start, is_letter);
+  if (is_number(c)) return run(s, start, is_number);
+  if (is_other(c)) return run(s, start, is_other);
+  return trailing_space(space_run(s, i), i, n);
+}
+
+size_t cl100k(std::string_view s, size_t i) {
+  const size_t n = s.size();
+  const size_t k = contraction(s, i, true);
+  if (k != npos) return k;
+  const Char c = char_at(s, i);
+  if (is_letter(c)) return run(s, i, is_letter);
+  if (is_prefix(c) && i + c.len < n && is_letter(char_at(s, i + c.len))) {
+    return run(s, i + c.len, is_letter);
+  }
+  if (is_number(c)) {
+    size_t j = i;
+    for (int count = 0; count < 3 && j < n; ++count) {
+      const Char d = char_at(s, j);
+      if (!is_number(d)) break;
+      j += d.len;
+    }
+    return j;
+  }
+  size_t start = npos;
+  if (is_other(c)) {
+    start = i;
+  } else if (c.cp == ' ' && i + 1 < n && is_other(char_at(s, i + 1))) {
+    start = i + 1;
+  }
+  if (start != npos) return run(s, run(s, start, is_other), is_newline);
+  const SpaceRun r = space_run(s, i);
+  if (r.end == n) return n;                               // \s++$
+  if (r.after_newline != npos) return r.after_newline;   // \s*[\r\n]
+  return trailing_space(r, i, n);
+}
+
+// o200k's words: [UPPER]*[LOWER]+ (first) or [UPPER]+[LOWER]* (second) from i, as the regex
+// engine backtracks them; npos if the form does not match there.
+size_t upper_then_lower(std::string_view s, size_t i) {
+  const size_t b = run(s, i, is_upperish);
+  if (b < s.size() && is_lowerish(char_at(s, b))) return run(s, b, is_lowerish);
+  // [UPPER]* gives characters back until [LOWER]+ can take one: Lm, Lo and M are in both
+  // classes, so the last such character of the run ends the match.
+  size_t end = npos;
+  for (size_t j = i; j < b;) {
+    const Char d = char_at(s, j);
+    j += d.len;
+    if (is_lowerish(d)) end = j;
+  }
+  return end;
+}
+
+size_t upper_at_least_one(std::string_view s, size_t i) {
+  if (i >= s.size() || !is_upperish(char_at(s, i))) return npos;
+  return run(s, run(s, i, is_upperish), is_lowerish);
+}
+
+size_t o200k(std::string_view s, size_t i) {
+  const size_t n = s.size();
+  const Char c = char_at(s, i);
+  const bool prefix = is_prefix(c);
+  // The optional prefix is tried taken, then not, before the next alternative is tried.
+  for (auto word : {upper_then_lower, upper_at_least_one}) {
+    size_t end = prefix ? word(s, i + c.len) : npos;
+    if (end == npos) end = word(s, i);
+    if (end != npos) {
+      const size_t k = contraction(s, end, true);
+      return k != npos ? k : end;
+    }
+  }
+  if (is_number(c)) {
+    size_t j = i;
+    for (int count = 0; count < 3 && j < n; ++count) {
+      const Char d = char_at(s, j);
+      if (!is_number(d)) break;
+      j += d.len;
+    }
+    return j;
+  }
+  size_t start = npos;
+  if (is_other(c)) {
+    start = i;
+  } else if (c.cp == ' ' && i + 1 < n && is_other(char_at(s, i + 1))) {
+    start = i + 1;
+  }
+  if (start != npos) {
+    return run(s, run(s, start, is_other), [](const Char& d) { return is_newline(d) || d.cp == '/'; });
+  }
+  const SpaceRun r = space_run(s, i);
+  if (r.after_newline != npos) return r.after_newline;   // \s*[\r\n]+
+  return trailing_space(r, i, n);
+}
+
+}  // namespace
+
+size_t piece_end(SplitPattern pattern, std::string_view text, size_t i) {
+  size_t end = i;
+  switch (pattern) {
+    case SplitPattern::kGPT2:
+      end = gpt2(text, i);
+      break;
+    case SplitPattern::kCL100K:
+      end = cl100k(text, i);
+      break;
+    case SplitPattern::kO200K:
+      end = o200k(text, i);
+      break;
+  }
+  // Every character matches some alternative; this guard only keeps a scanner bug from
+  // looping forever.
+  return end > i ? end : i + char_at(text, i).len;
+}
+
+void pretokenize(SplitPattern pattern, std::string_view text, std::vector<uint32_t>& ends) {
+  for (size_t i = 0; i < text.size();) {
+    i = piece_end(pattern, text, i);
+    ends.push_back(static_cast<uint32_t>(i));
+  }
+}
+
+}  // namespace tokenmill
