@@ -10,6 +10,7 @@
 #include "tokenmill/bpe.h"
 #include "tokenmill/bpe_trainer.h"
 #include "tokenmill/error.h"
+#include "tokenmill/pretokenize.h"
 #include "tokenmill/utf8.h"
 
 namespace {
@@ -88,9 +89,29 @@ void test_trainer_large_counts_and_errors() {
   check(!r2.merges.empty(), "first-seen training runs over empty and repetitive words");
 }
 
+void test_scanners_on_broken_utf8() {
+  // Truncated and invalid sequences at every position: pieces stay contiguous and in bounds.
+  const std::string samples[] = {"ab \xE4\xB8", "\xF0\x9F\x98", "'\xC5", " \x80\x80 x",
+                                 "\r\n \xFF", "a'\xC5\xBF", "\xCC\x81\xCC\x81"};
+  for (int p = 0; p < 3; ++p) {
+    for (const std::string& s : samples) {
+      std::vector<uint32_t> ends;
+      tokenmill::pretokenize(static_cast<tokenmill::SplitPattern>(p), s, ends);
+      uint32_t prev = 0;
+      bool ok = !ends.empty() && ends.back() == s.size();
+      for (uint32_t e : ends) {
+        ok = ok && e > prev;
+        prev = e;
+      }
+      check(ok, "scanner pieces are contiguous, non-empty and end at the text's end");
+    }
+  }
+}
+
 }  // namespace
 
 int main() {
+  test_scanners_on_broken_utf8();
   test_utf8_never_reads_past_the_end();
   test_encode_hostile_words();
   test_trainer_large_counts_and_errors();

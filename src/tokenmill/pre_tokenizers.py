@@ -17,6 +17,7 @@ from typing import Any, ClassVar, Self
 
 import regex
 
+from tokenmill import _core
 from tokenmill._registry import field, register
 from tokenmill.errors import FormatError, InputError
 from tokenmill.normalized import NormalizedString
@@ -49,6 +50,29 @@ _GPT2 = regex.compile(
     r"""'s|'t|'re|'ve|'m|'ll|'d| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+(?!\S)|\s+"""
 )
 
+# Patterns the C++ core scans by hand (exactly as `regex` splits them; tests hold them equal),
+# mapped to the core's scanner id. Their matches cover any text, so an "isolated" split is just
+# the list of matches.
+NATIVE_PATTERNS: dict[str, int] = {
+    _GPT2.pattern: 0,
+    # tiktoken's r50k/p50k spelling of GPT-2's pattern splits identically
+    r"""'(?:[sdmt]|ll|ve|re)| ?\p{L}++| ?\p{N}++| ?[^\s\p{L}\p{N}]++|\s++$|\s+(?!\S)|\s""": 0,
+    r"""'(?i:[sdmt]|ll|ve|re)|[^\r\n\p{L}\p{N}]?+\p{L}++|\p{N}{1,3}+| ?[^\s\p{L}\p{N}]++[\r\n]*+|"""
+    r"""\s++$|\s*[\r\n]|\s+(?!\S)|\s""": 1,
+    r"""[^\r\n\p{L}\p{N}]?[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]*[\p{Ll}\p{Lm}\p{Lo}\p{M}]+"""
+    r"""(?i:'s|'t|'re|'ve|'m|'ll|'d)?|[^\r\n\p{L}\p{N}]?[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]+"""
+    r"""[\p{Ll}\p{Lm}\p{Lo}\p{M}]*(?i:'s|'t|'re|'ve|'m|'ll|'d)?|\p{N}{1,3}|"""
+    r""" ?[^\s\p{L}\p{N}]+[\r\n/]*|\s*[\r\n]+|\s+(?!\S)|\s+""": 2,
+}
+
+
+def native_ends(pattern: CompiledPattern, text: str) -> list[int] | None:
+    """Where each piece of ``text`` ends (character offsets), if the core scans ``pattern``."""
+    scanner = NATIVE_PATTERNS.get(pattern.pattern)
+    if scanner is None:
+        return None
+    return _core.pretokenize(scanner, text)
+
 
 class PreTokenizer:
     """Base of the pre-tokenizers: subclasses implement ``split``."""
@@ -57,6 +81,10 @@ class PreTokenizer:
 
     def split(self, s: NormalizedString) -> list[NormalizedString]:
         raise NotImplementedError
+
+    def split_text(self, text: str) -> list[str]:
+        """The pieces' text alone (what training counts); subclasses make it fast."""
+        return [p.text for p in self.split(NormalizedString(text))]
 
     def pre_tokenize_str(self, text: str) -> list[tuple[str, tuple[int, int]]]:
         """Pieces of ``text`` with their character offsets in it, like Hugging Face's."""
@@ -82,8 +110,22 @@ def split_on(s: NormalizedString, pattern: CompiledPattern, behavior: str,
     >>> [p.text for p in split_on(NormalizedString("a!!b"), _PUNCTUATION, "merged_with_previous")]
     ['a!', '!', 'b']
     """
+    if behavior == "isolated" and not invert:
+        ends = native_ends(pattern, s.text)
+        if ends is not None:
+            return [s.slice(i, j) for i, j in zip([0, *ends], ends)]
     events = _events(s.text, pattern, invert)
     return [s.slice(i, j) for i, j in _glue(events, behavior) if j > i]
+
+
+def split_text(text: str, pattern: CompiledPattern, behavior: str,
+               invert: bool = False) -> list[str]:
+    """The pieces' text alone, as :func:`split_on` cuts them (no alignment: for counting)."""
+    if behavior == "isolated" and not invert:
+        ends = native_ends(pattern, text)
+        if ends is not None:
+            return [text[i:j] for i, j in zip([0, *ends], ends)]
+    return [p.text for p in split_on(NormalizedString(text), pattern, behavior, invert)]
 
 
 def _events(text: str, pattern: CompiledPattern, invert: bool) -> list[tuple[int, int, bool]]:
@@ -156,6 +198,9 @@ class Whitespace(PreTokenizer):
 
     def split(self, s: NormalizedString) -> list[NormalizedString]:
         return split_on(s, _WORDS, "removed", invert=True)
+
+    def split_text(self, text: str) -> list[str]:
+        return _WORDS.findall(text)
 
 
 @register("pre_tokenizer", "WhitespaceSplit")
@@ -251,6 +296,9 @@ class Split(PreTokenizer):
     def split(self, s: NormalizedString) -> list[NormalizedString]:
         return split_on(s, self.compiled, self.behavior, self.invert)
 
+    def split_text(self, text: str) -> list[str]:
+        return split_text(text, self.compiled, self.behavior, self.invert)
+
     def to_dict(self) -> dict[str, Any]:
         return {"type": self.type_name, "pattern": pattern_dict(self.pattern, self.regex),
                 "behavior": BEHAVIORS[self.behavior], "invert": self.invert}
@@ -320,6 +368,14 @@ class ByteLevel(ByteLevelFields, PreTokenizer):
         pieces = split_on(s, _GPT2, "isolated") if self.use_regex else [s] if s.text else []
         return [_spell_bytes(p) for p in pieces]
 
+    def split_text(self, text: str) -> list[str]:
+        if self.add_prefix_space and text and not text.startswith(" "):
+            text = " " + text
+        pieces = split_text(text, _GPT2, "isolated") if self.use_regex else [text] if text else []
+        table = bytes_to_unicode()
+        return [p.translate(table) if p.isascii() else
+                p.encode("utf-8").decode("latin-1").translate(table) for p in pieces]
+
 
 
 @register("pre_tokenizer", "Sequence")
@@ -340,6 +396,12 @@ class Sequence(PreTokenizer):
         pieces = [s] if s.text else []
         for pre_tokenizer in self.pre_tokenizers:
             pieces = [q for p in pieces for q in pre_tokenizer.split(p)]
+        return pieces
+
+    def split_text(self, text: str) -> list[str]:
+        pieces = [text] if text else []
+        for pre_tokenizer in self.pre_tokenizers:
+            pieces = [q for p in pieces for q in pre_tokenizer.split_text(p)]
         return pieces
 
     def to_dict(self) -> dict[str, Any]:

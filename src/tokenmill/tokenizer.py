@@ -212,9 +212,16 @@ class Tokenizer:
         """Pre-token counts of ``texts`` under this tokenizer's normalizer and pre-tokenizer,
         in first-seen order."""
         counts: Counter[str] = Counter()
+        normalizer, pre_tokenizer = self.normalizer, self.pre_tokenizer
         for i, text in enumerate(texts):
             check_text(text, f"text {i}")
-            counts.update(p.text for p in self.pieces(text))
+            # Counting needs the pieces' text only: the alignment-free fast paths.
+            if normalizer is not None:
+                text = normalizer.normalize_str(text)
+            if pre_tokenizer is not None:
+                counts.update(pre_tokenizer.split_text(text))
+            elif text:
+                counts[text] += 1
         return counts
 
     def train_from_iterator(self, texts: Iterable[str], trainer: BPETrainer) -> TrainResult:

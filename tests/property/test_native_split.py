@@ -1,0 +1,88 @@
+"""The C++ scanners of the GPT-family patterns split exactly as the `regex` module does:
+on random text from every Unicode category, and on every line of every corpus in
+../shared/data (the pattern strings are tiktoken 0.14.0's, from encodings.json there)."""
+
+from __future__ import annotations
+
+import gzip
+import json
+from pathlib import Path
+
+import pytest
+import regex
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from tokenmill import _core
+from tokenmill.pre_tokenizers import NATIVE_PATTERNS
+
+PATTERNS = sorted(NATIVE_PATTERNS.items())
+# Characters that sit on the patterns' edges: contractions (and U+017F, which (?i) folds to
+# s), \r \n and other spaces, marks, title case, modifier letters, numbers of all kinds.
+TRICKY = ("aAbZ 'sStTdDmMlLvVeErR\u017f\t\n\r\x0b\x0c\x1c\x85\u00a0\u2028\u3000,./!?0123"
+          "\u00bd\u0663\u2166\u00e9\u00c9\u0301\u05b9\u4e2d\u01c5\u02b0\u3005\U0001F600\u200d-_()")
+tricky_text = st.text(st.sampled_from(TRICKY), max_size=16)
+any_text = st.text(st.characters(exclude_categories=("Cs",)), max_size=40)
+
+
+def native_pieces(scanner: int, text: str) -> list[str]:
+    ends = _core.pretokenize(scanner, text)
+    return [text[i:j] for i, j in zip([0, *ends], ends)]
+
+
+@settings(max_examples=3000)
+@given(tricky_text)
+def test_tricky_text(text):
+    for pattern, scanner in PATTERNS:
+        assert native_pieces(scanner, text) == regex.findall(pattern, text), pattern
+
+
+@settings(max_examples=1500)
+@given(any_text)
+def test_any_text(text):
+    for pattern, scanner in PATTERNS:
+        assert native_pieces(scanner, text) == regex.findall(pattern, text), pattern
+
+
+def test_patterns_are_tiktokens(shared_data):
+    encodings = json.loads((shared_data / "tokenizers" / "tiktoken" /
+                            "encodings.json").read_text("utf-8"))
+    assert {encodings[name]["pat_str"] for name in ("r50k_base", "cl100k_base", "o200k_base")} \
+        | {encodings["gpt2_original_pat_str"]} == set(NATIVE_PATTERNS)
+
+
+def corpus_files(shared: Path) -> list[Path]:
+    files = sorted((shared / "text").rglob("*.txt")) + sorted((shared / "text").rglob("*.gz"))
+    return files + sorted((shared / "code").glob("*.jsonl"))
+
+
+def corpus_lines(path: Path) -> list[str]:
+    if path.suffix == ".jsonl":
+        # a source file's lines, with their line ends, as a tokenizer meets them in code
+        return [line for doc in path.read_text("utf-8").splitlines()
+                for line in json.loads(doc)["text"].splitlines(keepends=True)]
+    opener = gzip.open if path.suffix == ".gz" else open
+    with opener(path, "rt", encoding="utf-8") as f:
+        return f.read().splitlines()
+
+
+def test_every_line_of_every_corpus(shared_data):
+    files = corpus_files(shared_data)
+    assert len(files) >= 50
+    mismatches = []
+    for path in files:
+        lines = corpus_lines(path)
+        for pattern, scanner in PATTERNS:
+            compiled = regex.compile(pattern)
+            for n, line in enumerate(lines):
+                if native_pieces(scanner, line) != compiled.findall(line):
+                    mismatches.append((path.name, n, scanner))
+    assert mismatches == []
+
+
+@pytest.mark.parametrize("pattern, scanner", PATTERNS,
+                         ids=[f"scanner{s}-{i}" for i, (_, s) in enumerate(PATTERNS)])
+def test_whole_files_with_their_newlines(shared_data, pattern, scanner):
+    for name in ("en/tinyshakespeare.txt", "zh/ud_zh_gsdsimp_dev.txt"):
+        text = (shared_data / "text" / name).read_text("utf-8")
+        assert native_pieces(scanner, text) == regex.findall(pattern, text)
