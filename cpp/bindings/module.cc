@@ -13,6 +13,7 @@
 
 #include "tokenmill/bpe.h"
 #include "tokenmill/bpe_trainer.h"
+#include "tokenmill/count.h"
 #include "tokenmill/error.h"
 #include "tokenmill/pretokenize.h"
 
@@ -160,6 +161,34 @@ NB_MODULE(_core, m) {
           "ids"_a);
 
   m.def("pretokenize", &pretokenize, "pattern"_a, "text"_a);
+
+  nb::class_<tokenmill::PieceCounter>(m, "PieceCounter")
+      .def(
+          "__init__",
+          [](tokenmill::PieceCounter* self, int pattern, std::size_t threads) {
+            if (pattern < 0 || pattern > 2) throw tokenmill::Error("unknown split pattern id");
+            new (self) tokenmill::PieceCounter(static_cast<tokenmill::SplitPattern>(pattern),
+                                               threads);
+          },
+          "pattern"_a, "threads"_a)
+      .def(
+          "add",
+          [](tokenmill::PieceCounter& self, const std::vector<std::string>& texts) {
+            nb::gil_scoped_release release;
+            self.add(texts);
+          },
+          "texts"_a)
+      .def(
+          "items",
+          [](const tokenmill::PieceCounter& self) {
+            // pieces are returned as bytes: a piece may end inside a character only if the text
+            // was not valid UTF-8, which Python text never is, but bytes cannot fail to convert
+            nb::list out;
+            for (const auto& [piece, count] : self.items()) {
+              out.append(nb::make_tuple(nb::bytes(piece.data(), piece.size()), count));
+            }
+            return out;
+          });
 
   m.def("train_bpe", &train, "words"_a, "counts"_a, "vocab_size"_a, "num_merges"_a,
         "min_frequency"_a, "special_tokens"_a, "initial_alphabet"_a, "limit_alphabet"_a,

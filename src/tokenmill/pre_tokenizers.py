@@ -98,6 +98,31 @@ class PreTokenizer:
         return cls()
 
 
+def native_counting(pre_tokenizer: Any) -> tuple[int, bool] | None:
+    """``(scanner, byte_level)`` if the core can count this pre-tokenizer's pieces by itself:
+    a GPT-family split, optionally spelled byte by byte afterwards (the spelling then applies
+    to each distinct piece once, not to every occurrence)."""
+    steps = list(pre_tokenizer.pre_tokenizers) if isinstance(pre_tokenizer, Sequence) \
+        else [pre_tokenizer]
+    byte_level = False
+    if steps and isinstance(steps[-1], ByteLevel) and not steps[-1].add_prefix_space:
+        if steps[-1].use_regex:
+            return (NATIVE_PATTERNS[_GPT2.pattern], True) if len(steps) == 1 else None
+        byte_level = True
+        steps = steps[:-1]
+    if len(steps) == 1 and isinstance(steps[0], Split) and steps[0].behavior == "isolated" \
+            and not steps[0].invert and steps[0].regex:
+        scanner = NATIVE_PATTERNS.get(steps[0].pattern)
+        if scanner is not None:
+            return scanner, byte_level
+    return None
+
+
+def spell_bytes(piece: bytes) -> str:
+    """A piece's bytes in the byte-level alphabet (one printable character per byte)."""
+    return piece.decode("latin-1").translate(bytes_to_unicode())
+
+
 def split_on(s: NormalizedString, pattern: CompiledPattern, behavior: str,
              invert: bool = False) -> list[NormalizedString]:
     """Cut ``s`` at the matches of ``pattern`` (at what lies between them if ``invert``).

@@ -7,14 +7,17 @@ import json
 import os
 from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
+from itertools import islice
 from typing import Any
 
+from tokenmill import _core
 from tokenmill._io import atomic_write_text, check_text
 from tokenmill.added_tokens import AddedToken, AddedVocabulary
 from tokenmill.encoding import Encoding, Padding, Truncation
 from tokenmill.errors import InputError
 from tokenmill.models.bpe import BPE
 from tokenmill.normalized import NormalizedString
+from tokenmill.pre_tokenizers import native_counting, spell_bytes
 from tokenmill.trainers.bpe import BPETrainer, TrainResult
 
 
@@ -211,6 +214,9 @@ class Tokenizer:
     def count_words(self, texts: Iterable[str]) -> Counter[str]:
         """Pre-token counts of ``texts`` under this tokenizer's normalizer and pre-tokenizer,
         in first-seen order."""
+        plan = native_counting(self.pre_tokenizer) if self.normalizer is None else None
+        if plan is not None:
+            return _count_natively(texts, *plan)
         counts: Counter[str] = Counter()
         normalizer, pre_tokenizer = self.normalizer, self.pre_tokenizer
         for i, text in enumerate(texts):
@@ -278,3 +284,32 @@ class Tokenizer:
         canonical = json.dumps(self.to_dict(), ensure_ascii=False, sort_keys=True,
                                separators=(",", ":"))
         return hashlib.sha256(canonical.encode("utf-8")).hexdigest()
+
+
+# Texts handed to the core per call: large enough to keep its threads busy, small enough that
+# a stream is never held in memory.
+_COUNT_BATCH = 8192
+
+
+def num_threads() -> int:
+    """Threads the core uses: TOKENMILL_NUM_THREADS, else the cores this process may run on."""
+    env = os.environ.get("TOKENMILL_NUM_THREADS", "")
+    if env.isdigit() and int(env) > 0:
+        return int(env)
+    return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
+
+
+def _count_natively(texts: Iterable[str], scanner: int, byte_level: bool) -> Counter[str]:
+    counter = _core.PieceCounter(scanner, num_threads())
+    stream = iter(texts)
+    done = 0
+    while batch := list(islice(stream, _COUNT_BATCH)):
+        try:
+            counter.add(batch)
+        except (TypeError, UnicodeError):
+            for i, text in enumerate(batch):  # find and name the text that is not text
+                check_text(text, f"text {done + i}")
+            raise
+        done += len(batch)
+    spell = spell_bytes if byte_level else (lambda piece: piece.decode("utf-8"))
+    return Counter({spell(piece): count for piece, count in counter.items()})

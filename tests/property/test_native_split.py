@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import gzip
 import json
+import os
 from pathlib import Path
 
 import pytest
@@ -14,6 +15,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from tokenmill import _core
+from tokenmill.normalized import NormalizedString
 from tokenmill.pre_tokenizers import NATIVE_PATTERNS
 
 PATTERNS = sorted(NATIVE_PATTERNS.items())
@@ -86,3 +88,33 @@ def test_whole_files_with_their_newlines(shared_data, pattern, scanner):
     for name in ("en/tinyshakespeare.txt", "zh/ud_zh_gsdsimp_dev.txt"):
         text = (shared_data / "text" / name).read_text("utf-8")
         assert native_pieces(scanner, text) == regex.findall(pattern, text)
+
+
+@settings(max_examples=300)
+@given(st.lists(any_text | tricky_text, max_size=8), st.integers(1, 3))
+def test_native_counting_equals_python_counting(texts, threads):
+    from collections import Counter
+
+    from tokenmill import BPE, Tokenizer, pre_tokenizers
+    from tokenmill.tokenizer import _count_natively
+
+    for pre in (pre_tokenizers.ByteLevel(),
+                pre_tokenizers.Sequence([pre_tokenizers.Split(PATTERNS[1][0], "isolated"),
+                                         pre_tokenizers.ByteLevel(use_regex=False)]),
+                pre_tokenizers.Split(PATTERNS[2][0], "isolated")):
+        plan = pre_tokenizers.native_counting(pre)
+        assert plan is not None
+        expected: Counter[str] = Counter()
+        for text in texts:
+            expected.update(p.text for p in pre.split(NormalizedString(text)))
+        # batches far larger than one thread's share, so the threaded merge is exercised too
+        os.environ["TOKENMILL_NUM_THREADS"] = str(threads)
+        try:
+            got = _count_natively(texts * 3000 if threads > 1 else texts, *plan)
+        finally:
+            del os.environ["TOKENMILL_NUM_THREADS"]
+        if threads > 1:
+            expected = Counter({k: v * 3000 for k, v in expected.items()})
+        assert list(got.items()) == list(expected.items())  # same counts, first-seen order
+        assert Tokenizer(BPE({}, []), pre_tokenizer=pre).count_words(texts) == \
+            Counter({k: v // (3000 if threads > 1 else 1) for k, v in expected.items()})
