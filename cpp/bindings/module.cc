@@ -14,6 +14,7 @@
 #include "tokenmill/bpe.h"
 #include "tokenmill/bpe_trainer.h"
 #include "tokenmill/count.h"
+#include "tokenmill/encode.h"
 #include "tokenmill/error.h"
 #include "tokenmill/pretokenize.h"
 
@@ -78,6 +79,49 @@ std::vector<uint32_t> pretokenize(int pattern, const std::string& text) {
   return ends;
 }
 
+tokenmill::SplitPattern split_pattern(int pattern) {
+  if (pattern < 0 || pattern > 2) throw tokenmill::Error("unknown split pattern id");
+  return static_cast<tokenmill::SplitPattern>(pattern);
+}
+
+// Texts encoded on `threads` threads: one id list per text.
+std::vector<std::vector<uint32_t>> encode_ids_batch(const BPEModel& model, int pattern,
+                                                    const std::vector<std::string>& texts,
+                                                    std::size_t threads) {
+  const tokenmill::SplitPattern p = split_pattern(pattern);
+  std::vector<std::vector<uint32_t>> out;
+  {
+    nb::gil_scoped_release release;
+    std::vector<tokenmill::Encoded> results = tokenmill::encode_texts(model, p, texts, false,
+                                                                      threads);
+    out.reserve(results.size());
+    for (auto& e : results) out.push_back(std::move(e.ids));
+  }
+  return out;
+}
+
+std::vector<uint32_t> encode_ids(const BPEModel& model, int pattern, const std::string& text) {
+  const tokenmill::SplitPattern p = split_pattern(pattern);
+  tokenmill::Encoded e;
+  {
+    nb::gil_scoped_release release;
+    tokenmill::encode_text(model, p, text, false, e);
+  }
+  return std::move(e.ids);
+}
+
+// ids, and the character offsets [start, end) of each token in text.
+std::tuple<std::vector<uint32_t>, std::vector<uint32_t>, std::vector<uint32_t>> encode_offsets(
+    const BPEModel& model, int pattern, const std::string& text) {
+  const tokenmill::SplitPattern p = split_pattern(pattern);
+  tokenmill::Encoded e;
+  {
+    nb::gil_scoped_release release;
+    tokenmill::encode_text(model, p, text, true, e);
+  }
+  return {std::move(e.ids), std::move(e.starts), std::move(e.ends)};
+}
+
 nb::tuple train(const std::vector<std::string>& words, const std::vector<uint64_t>& counts,
                 uint64_t vocab_size, int64_t num_merges, uint64_t min_frequency,
                 const std::vector<std::string>& special_tokens,
@@ -132,12 +176,30 @@ NB_MODULE(_core, m) {
   nb::class_<BPEModel>(m, "BPEModel")
       .def(
           "__init__",
-          [](BPEModel* self, const std::vector<std::string>& tokens, const std::vector<uint32_t>& ids,
+          [](BPEModel* self, const nb::list& token_list, const std::vector<uint32_t>& ids,
              const std::vector<uint32_t>& merges, int64_t unk_id,
              const std::string& continuing_subword_prefix, const std::string& end_of_word_suffix,
              int64_t end_of_word_marker_id, bool byte_fallback, bool fuse_unk, bool ignore_merges,
-             std::size_t cache_capacity) {
+             std::size_t cache_capacity, bool byte_symbols) {
+            // Tokens are str (UTF-8) or, for byte-level models, raw bytes.
+            // Tokens are str; with byte_symbols they are spelled in GPT-2's byte alphabet and
+            // the core keeps their raw bytes (tokens outside the alphabet cannot be formed from
+            // bytes and are left out).
+            std::vector<std::string> tokens;
+            std::vector<uint32_t> kept_ids;
+            tokens.reserve(token_list.size());
+            std::string raw;
+            for (std::size_t k = 0; k < token_list.size(); ++k) {
+              std::string t = nb::cast<std::string>(token_list[k]);
+              if (!byte_symbols) {
+                tokens.push_back(std::move(t));
+              } else if (tokenmill::decode_byte_alphabet(t, raw)) {
+                tokens.push_back(raw);
+                kept_ids.push_back(ids.at(k));
+              }
+            }
             BPEOptions opt;
+            opt.byte_symbols = byte_symbols;
             opt.unk_id = unk_id;
             opt.continuing_subword_prefix = continuing_subword_prefix;
             opt.end_of_word_suffix = end_of_word_suffix;
@@ -146,11 +208,11 @@ NB_MODULE(_core, m) {
             opt.fuse_unk = fuse_unk;
             opt.ignore_merges = ignore_merges;
             opt.cache_capacity = cache_capacity;
-            new (self) BPEModel(tokens, ids, to_merges(merges), opt);
+            new (self) BPEModel(tokens, byte_symbols ? kept_ids : ids, to_merges(merges), opt);
           },
           "tokens"_a, "ids"_a, "merges"_a, "unk_id"_a, "continuing_subword_prefix"_a,
           "end_of_word_suffix"_a, "end_of_word_marker_id"_a, "byte_fallback"_a, "fuse_unk"_a,
-          "ignore_merges"_a, "cache_capacity"_a)
+          "ignore_merges"_a, "cache_capacity"_a, "byte_symbols"_a = false)
       .def("encode_words", &encode_words, "words"_a)
       .def(
           "merge_ids",
@@ -161,6 +223,26 @@ NB_MODULE(_core, m) {
           "ids"_a);
 
   m.def("pretokenize", &pretokenize, "pattern"_a, "text"_a);
+  m.def(
+      "derive_merges",
+      [](const std::vector<nb::bytes>& tokens, const std::vector<uint32_t>& ranks) {
+        std::vector<std::string> raw;
+        raw.reserve(tokens.size());
+        for (const nb::bytes& b : tokens) raw.emplace_back(b.c_str(), b.size());
+        std::vector<uint32_t> unreachable;
+        std::vector<uint32_t> flat;
+        {
+          nb::gil_scoped_release release;
+          for (const auto& m : tokenmill::derive_merges(raw, ranks, unreachable)) {
+            flat.insert(flat.end(), {m.left, m.right, m.result});
+          }
+        }
+        return nb::make_tuple(flat, unreachable);
+      },
+      "tokens"_a, "ranks"_a);
+  m.def("encode_ids", &encode_ids, "model"_a, "pattern"_a, "text"_a);
+  m.def("encode_offsets", &encode_offsets, "model"_a, "pattern"_a, "text"_a);
+  m.def("encode_ids_batch", &encode_ids_batch, "model"_a, "pattern"_a, "texts"_a, "threads"_a);
 
   nb::class_<tokenmill::PieceCounter>(m, "PieceCounter")
       .def(

@@ -15,10 +15,12 @@ namespace tokenmill {
 namespace {
 
 constexpr uint32_t kNoRank = std::numeric_limits<uint32_t>::max();
-// Below this many symbols a rescan of all pairs per merge beats a heap: words are short.
-constexpr std::size_t kHeapThreshold = 48;
+// Up to this many symbols, a scan of the pair ranks per merge (two lookups each) beats a heap;
+// beyond it the heap keeps long pieces O(n log n). Pieces of Chinese text run to a few hundred
+// bytes, so the bound sits above them.
+constexpr std::size_t kHeapThreshold = 256;
 // Longer words are not cached: they are rare and would crowd out the frequent short ones.
-constexpr std::size_t kMaxCachedWordBytes = 256;
+constexpr std::size_t kMaxCachedWordBytes = 64;
 
 uint64_t pair_key(uint32_t left, uint32_t right) {
   return (static_cast<uint64_t>(left) << 32) | right;
@@ -26,21 +28,98 @@ uint64_t pair_key(uint32_t left, uint32_t right) {
 
 }  // namespace
 
+bool decode_byte_alphabet(std::string_view token, std::string& out) {
+  // Bytes that print as themselves keep their code point; the others (controls, space, 127-160,
+  // soft hyphen) are spelled U+0100, U+0101, ... in byte order.
+  static const auto table = [] {
+    std::vector<int> byte_of(256 + 68, -1);
+    int next = 256;
+    for (int b = 0; b < 256; ++b) {
+      const bool prints = (b >= 33 && b <= 126) || (b >= 161 && b <= 172) || b >= 174;
+      byte_of[static_cast<std::size_t>(prints ? b : next++)] = b;
+    }
+    return byte_of;
+  }();
+  out.clear();
+  for (std::size_t i = 0; i < token.size();) {
+    const std::size_t len = utf8_char_len(token, i);
+    uint32_t cp = static_cast<unsigned char>(token[i]);
+    if (len == 2) {
+      cp = ((cp & 0x1Fu) << 6) | (static_cast<unsigned char>(token[i + 1]) & 0x3Fu);
+    } else if (len != 1 || cp >= 0x80) {
+      return false;  // three- and four-byte characters are outside the alphabet
+    }
+    if (cp >= table.size() || table[cp] < 0) return false;
+    out.push_back(static_cast<char>(table[cp]));
+    i += len;
+  }
+  return true;
+}
+
+std::vector<Merge> derive_merges(const std::vector<std::string>& tokens,
+                                 const std::vector<uint32_t>& ranks,
+                                 std::vector<uint32_t>& unreachable) {
+  if (tokens.size() != ranks.size()) throw Error("tokens and ranks differ in length");
+  std::unordered_map<std::string_view, uint32_t> rank_of;
+  rank_of.reserve(tokens.size());
+  for (std::size_t i = 0; i < tokens.size(); ++i) rank_of.emplace(tokens[i], ranks[i]);
+  std::vector<std::size_t> order(tokens.size());
+  for (std::size_t i = 0; i < order.size(); ++i) order[i] = i;
+  std::sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) {
+    return ranks[a] < ranks[b];
+  });
+  std::vector<Merge> merges;
+  std::vector<std::string_view> parts;
+  for (std::size_t k : order) {
+    const std::string_view token = tokens[k];
+    if (token.size() < 2) continue;
+    const uint32_t limit = ranks[k];
+    parts.clear();
+    for (std::size_t i = 0; i < token.size(); ++i) parts.push_back(token.substr(i, 1));
+    // Merge by rank as encoding would, with the ranks below this token's only.
+    while (parts.size() > 2) {
+      uint32_t best = kNoRank;
+      std::size_t at = 0;
+      for (std::size_t i = 0; i + 1 < parts.size(); ++i) {
+        const std::string_view joined(parts[i].data(), parts[i].size() + parts[i + 1].size());
+        auto it = rank_of.find(joined);
+        if (it != rank_of.end() && it->second < limit && it->second < best) {
+          best = it->second;
+          at = i;
+        }
+      }
+      if (best == kNoRank) break;
+      parts[at] = std::string_view(parts[at].data(), parts[at].size() + parts[at + 1].size());
+      parts.erase(parts.begin() + static_cast<std::ptrdiff_t>(at) + 1);
+    }
+    auto left = parts.size() == 2 ? rank_of.find(parts[0]) : rank_of.end();
+    auto right = parts.size() == 2 ? rank_of.find(parts[1]) : rank_of.end();
+    if (left == rank_of.end() || right == rank_of.end()) {
+      unreachable.push_back(limit);
+      continue;
+    }
+    merges.push_back({left->second, right->second, limit});
+  }
+  return merges;
+}
+
 BPEModel::BPEModel(const std::vector<std::string>& tokens, const std::vector<uint32_t>& ids,
                    const std::vector<Merge>& merges, BPEOptions options)
     : options_(std::move(options)) {
   if (tokens.size() != ids.size()) throw Error("vocab tokens and ids differ in length");
   vocab_.reserve(tokens.size());
-  for (std::size_t i = 0; i < tokens.size(); ++i) {
-    storage_.push_back(tokens[i]);
-    vocab_.emplace(std::string_view(storage_.back()), ids[i]);
-  }
+  for (std::size_t i = 0; i < tokens.size(); ++i) vocab_.insert(tokens[i], ids[i]);
   merges_.reserve(merges.size());
   for (std::size_t rank = 0; rank < merges.size(); ++rank) {
     const Merge& m = merges[rank];
     // The first rank given for a pair wins, as a later duplicate could never fire.
-    merges_.emplace(pair_key(m.left, m.right),
-                    (static_cast<uint64_t>(rank) << 32) | static_cast<uint64_t>(m.result));
+    merges_.insert(pair_key(m.left, m.right),
+                   (static_cast<uint64_t>(rank) << 32) | static_cast<uint64_t>(m.result));
+  }
+  for (int b = 0; b < 256; ++b) {
+    uint32_t id = 0;
+    const std::string single(1, static_cast<char>(b));
+    symbol_of_byte_[b] = options_.byte_symbols && lookup(single, id) ? id : -1;
   }
   have_bytes_ = options_.byte_fallback;
   if (options_.byte_fallback) {
@@ -59,21 +138,30 @@ BPEModel::BPEModel(const std::vector<std::string>& tokens, const std::vector<uin
 }
 
 bool BPEModel::lookup(std::string_view token, uint32_t& id) const {
-  auto it = vocab_.find(token);
-  if (it == vocab_.end()) return false;
-  id = it->second;
-  return true;
+  return vocab_.find(token, id);
 }
 
 bool BPEModel::find_merge(uint32_t left, uint32_t right, uint32_t& rank, uint32_t& result) const {
-  auto it = merges_.find(pair_key(left, right));
-  if (it == merges_.end()) return false;
-  rank = static_cast<uint32_t>(it->second >> 32);
-  result = static_cast<uint32_t>(it->second & 0xFFFFFFFFu);
+  uint64_t packed = 0;
+  if (!merges_.find(pair_key(left, right), packed)) return false;
+  rank = static_cast<uint32_t>(packed >> 32);
+  result = static_cast<uint32_t>(packed & 0xFFFFFFFFu);
   return true;
 }
 
 void BPEModel::initial_symbols(std::string_view word, std::vector<Symbol>& syms) const {
+  if (options_.byte_symbols) {
+    for (std::size_t i = 0; i < word.size(); ++i) {
+      const int64_t id = symbol_of_byte_[static_cast<unsigned char>(word[i])];
+      const auto at = static_cast<uint32_t>(i);
+      if (id >= 0) {
+        syms.push_back({static_cast<uint32_t>(id), at, at + 1});
+      } else if (options_.unk_id >= 0) {
+        syms.push_back({static_cast<uint32_t>(options_.unk_id), at, at + 1});
+      }
+    }
+    return;
+  }
   const std::size_t n_chars = utf8_count(word);
   const bool marker = options_.end_of_word_marker_id >= 0;
   std::string buf;
@@ -115,25 +203,40 @@ void BPEModel::apply_merges(std::vector<Symbol>& syms) const {
     apply_merges_heap(syms);
     return;
   }
-  while (syms.size() > 1) {
-    uint32_t best_rank = kNoRank;
-    uint32_t best_result = 0;
+  // The rank (and result) of each adjacent pair, computed once and updated only beside a
+  // merge: a merge costs one scan of this short array and two lookups.
+  const std::size_t n = syms.size();
+  if (n < 2) return;
+  uint64_t ranks[kHeapThreshold];
+  auto pair_rank = [&](std::size_t i) -> uint64_t {
+    uint32_t rank = 0;
+    uint32_t result = 0;
+    if (!find_merge(syms[i].id, syms[i + 1].id, rank, result)) return ~uint64_t{0};
+    return (static_cast<uint64_t>(rank) << 32) | result;
+  };
+  std::size_t size = n;
+  for (std::size_t i = 0; i + 1 < size; ++i) ranks[i] = pair_rank(i);
+  while (size > 1) {
     std::size_t best = 0;
-    for (std::size_t i = 0; i + 1 < syms.size(); ++i) {
-      uint32_t rank = 0;
-      uint32_t result = 0;
-      // strict < keeps the leftmost pair on equal rank
-      if (find_merge(syms[i].id, syms[i + 1].id, rank, result) && rank < best_rank) {
-        best_rank = rank;
-        best_result = result;
+    uint64_t best_rank = ranks[0];
+    for (std::size_t i = 1; i + 1 < size; ++i) {
+      if (ranks[i] < best_rank) {  // strict: the leftmost pair wins a tie
+        best_rank = ranks[i];
         best = i;
       }
     }
-    if (best_rank == kNoRank) break;
-    syms[best].id = best_result;
+    if (best_rank == ~uint64_t{0}) break;
+    syms[best].id = static_cast<uint32_t>(best_rank & 0xFFFFFFFFu);
     syms[best].end = syms[best + 1].end;
-    syms.erase(syms.begin() + static_cast<std::ptrdiff_t>(best) + 1);
+    for (std::size_t i = best + 1; i + 1 < size; ++i) {
+      syms[i] = syms[i + 1];
+      ranks[i] = ranks[i + 1];
+    }
+    --size;
+    if (best + 1 < size) ranks[best] = pair_rank(best);
+    if (best > 0) ranks[best - 1] = pair_rank(best - 1);
   }
+  syms.resize(size);
 }
 
 // O(n log n): a min-heap of candidate merges keyed by (rank, position) over a linked list of
@@ -198,6 +301,13 @@ void BPEModel::apply_merges_heap(std::vector<Symbol>& syms) const {
 
 void BPEModel::encode_word(std::string_view word, std::vector<TokenSpan>& out) const {
   if (word.empty()) return;
+  uint32_t whole = 0;
+  if (options_.ignore_merges && lookup(word, whole)) {
+    // Most pieces of ordinary text are one token: no cache, no merging.
+    const std::size_t len = options_.byte_symbols ? word.size() : utf8_count(word);
+    out.push_back({whole, 0, static_cast<uint32_t>(len)});
+    return;
+  }
   const bool cacheable = options_.cache_capacity > 0 && word.size() <= kMaxCachedWordBytes;
   if (cacheable) {
     std::lock_guard<std::mutex> lock(cache_mutex_);
@@ -207,18 +317,13 @@ void BPEModel::encode_word(std::string_view word, std::vector<TokenSpan>& out) c
       return;
     }
   }
+  std::vector<Symbol> syms;
+  syms.reserve(word.size() + 1);
+  initial_symbols(word, syms);
+  apply_merges(syms);
   std::vector<TokenSpan> result;
-  uint32_t whole = 0;
-  if (options_.ignore_merges && lookup(word, whole)) {
-    result.push_back({whole, 0, static_cast<uint32_t>(utf8_count(word))});
-  } else {
-    std::vector<Symbol> syms;
-    syms.reserve(word.size() + 1);
-    initial_symbols(word, syms);
-    apply_merges(syms);
-    result.reserve(syms.size());
-    for (const Symbol& s : syms) result.push_back({s.id, s.start, s.end});
-  }
+  result.reserve(syms.size());
+  for (const Symbol& s : syms) result.push_back({s.id, s.start, s.end});
   out.insert(out.end(), result.begin(), result.end());
   if (cacheable) {
     std::lock_guard<std::mutex> lock(cache_mutex_);

@@ -3,6 +3,7 @@
 from tokenmill.added_tokens import AddedToken
 from tokenmill.encoding import Encoding, Padding, Truncation
 from tokenmill.errors import FormatError, InputError, TokenmillError
+from tokenmill.loading import load
 from tokenmill.models.bpe import BPE
 from tokenmill.normalized import NormalizedString
 from tokenmill.tokenizer import Tokenizer
@@ -21,5 +22,6 @@ __all__ = [
     "Tokenizer",
     "TokenmillError",
     "TrainResult",
+    "load",
     "Truncation",
 ]

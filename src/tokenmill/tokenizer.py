@@ -6,19 +6,22 @@ import hashlib
 import json
 import os
 from collections import Counter
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence, Set
 from itertools import islice
-from typing import Any
+from typing import Any, Literal
 
 from tokenmill import _core
 from tokenmill._io import atomic_write_text, check_text
 from tokenmill.added_tokens import AddedToken, AddedVocabulary
+from tokenmill.decoders import ByteLevel as ByteLevelDecoder
 from tokenmill.encoding import Encoding, Padding, Truncation
 from tokenmill.errors import InputError
 from tokenmill.models.bpe import BPE
 from tokenmill.normalized import NormalizedString
-from tokenmill.pre_tokenizers import native_counting, spell_bytes
+from tokenmill.pre_tokenizers import native_counting, spell_bytes, unicode_to_bytes
 from tokenmill.trainers.bpe import BPETrainer, TrainResult
+
+Special = Literal["all"] | Set[str] | Sequence[str]
 
 
 class Tokenizer:
@@ -33,7 +36,8 @@ class Tokenizer:
     def __init__(self, model: BPE, *, normalizer: Any = None, pre_tokenizer: Any = None,
                  post_processor: Any = None, decoder: Any = None,
                  added_tokens: Sequence[AddedToken] = (), truncation: Truncation | None = None,
-                 padding: Padding | None = None) -> None:
+                 padding: Padding | None = None,
+                 special_tokens_in_text: Literal["match", "error"] = "match") -> None:
         self.model = model
         self.normalizer = normalizer
         self.pre_tokenizer = pre_tokenizer
@@ -42,6 +46,15 @@ class Tokenizer:
         self.truncation = truncation
         self.padding = padding
         self._added = AddedVocabulary(list(added_tokens))
+        if special_tokens_in_text not in ("match", "error"):
+            raise InputError("special_tokens_in_text must be 'match' or 'error', got "
+                             f"{special_tokens_in_text!r}")
+        # "match": special tokens in text are matched, as Hugging Face files expect; "error":
+        # as tiktoken, a special token's text in the input is an error unless allowed.
+        self.special_tokens_in_text = special_tokens_in_text
+        self._restricted: dict[frozenset[str], AddedVocabulary] = {}
+        self._native_for: tuple[Any, ...] = ()
+        self._native: tuple[Any, int] | None = None
 
     # -- vocabulary ------------------------------------------------------------------------
 
@@ -109,14 +122,69 @@ class Tokenizer:
             return [p for p in self.pre_tokenizer.split(ns) if p.text]
         return [ns] if ns.text else []
 
-    def _encode_text(self, text: str) -> Encoding:
+    def native_plan(self) -> tuple[Any, int] | None:
+        """``(byte-level core, scanner)`` when the core can run normalizer, pre-tokenizer and
+        model on its own (a plain byte-level BPE behind a GPT-family split); else None."""
+        components = (self.model, self.normalizer, self.pre_tokenizer)
+        if len(self._native_for) != 3 or any(a is not b for a, b in
+                                              zip(components, self._native_for)):
+            plan = native_counting(self.pre_tokenizer) if self.normalizer is None else None
+            core = self.model.byte_level_core if plan is not None and plan[1] else None
+            self._native = (core, plan[0]) if core is not None and plan is not None else None
+            self._native_for = components
+        return self._native
+
+    def _added_for(self, allowed_special: Special | None,
+                   disallowed_special: Special | None, text: str) -> AddedVocabulary:
+        """The added tokens to match in ``text`` under tiktoken's special-token rules: allowed
+        special tokens are matched; a disallowed one in the text is an error; any other is
+        plain text. Non-special added tokens always match."""
+        specials = {t.content for t in self._added.tokens if t.special}
+        if allowed_special is None and disallowed_special is None:
+            if self.special_tokens_in_text == "match":
+                return self._added
+            allowed: set[str] = set()
+            disallowed: set[str] = specials
+        else:
+            allowed = specials if allowed_special == "all" else set(allowed_special or ())
+            unknown = allowed - specials
+            if unknown:
+                raise InputError(f"allowed_special names {sorted(unknown)[0]!r}, which is not a "
+                                 "special token of this tokenizer")
+            if disallowed_special is None or disallowed_special == "all":
+                disallowed = specials - allowed
+            else:
+                disallowed = set(disallowed_special)
+        found = [(at, -len(t), t) for t in disallowed if (at := text.find(t)) >= 0]
+        if found:
+            at, _, token = min(found)  # the first in the text, the longest there
+            raise InputError(
+                f"text holds the special token {token!r} at character {at}; pass "
+                f"allowed_special={{{token!r}}} (or \"all\") to encode it as that token, or "
+                "disallowed_special=() to encode it as plain text")
+        if allowed == specials:
+            return self._added
+        key = frozenset(allowed)
+        if key not in self._restricted:
+            self._restricted[key] = AddedVocabulary(
+                [t for t in self._added.tokens if not t.special or t.content in allowed])
+        return self._restricted[key]
+
+    def _encode_text(self, text: str, added: AddedVocabulary | None = None) -> Encoding:
         check_text(text)
         ids: list[int] = []
         offsets: list[tuple[int, int]] = []
-        for added_id, start, end in self._added.split(text):
+        native = self.native_plan()
+        for added_id, start, end in (self._added if added is None else added).split(text):
             if added_id is not None:
                 ids.append(added_id)
                 offsets.append((start, end))
+                continue
+            if native is not None:
+                seg_ids, starts, ends = _core.encode_offsets(native[0], native[1],
+                                                             text[start:end])
+                ids += seg_ids
+                offsets += [(start + s, start + e) for s, e in zip(starts, ends)]
                 continue
             pieces = self.pieces(text[start:end], start)
             if not pieces:
@@ -163,12 +231,49 @@ class Tokenizer:
         return out
 
     def encode(self, text: str, pair: str | None = None, *, add_special_tokens: bool = True,
-               truncation: Truncation | None = None) -> Encoding:
+               truncation: Truncation | None = None, allowed_special: Special | None = None,
+               disallowed_special: Special | None = None) -> Encoding:
         """Encode one input (or a pair) into ids, tokens, offsets into the original text, and
-        masks. ``truncation`` overrides the tokenizer's own setting for this call."""
-        a = self._encode_text(text)
-        b = self._encode_text(pair) if pair is not None else None
+        masks. ``truncation`` overrides the tokenizer's own setting for this call.
+
+        Special tokens in the text follow tiktoken's rules when either of ``allowed_special``
+        (``"all"`` or a set: matched as special tokens) or ``disallowed_special`` (``"all"``, the
+        default, or a set: an error if present; ``()``: plain text) is given; otherwise the
+        tokenizer's ``special_tokens_in_text`` says ("match" for Hugging Face files, "error" for
+        tiktoken's encodings).
+        """
+        added = self._added_for(allowed_special, disallowed_special, text if pair is None
+                                else text + "\0" + pair)
+        a = self._encode_text(text, added)
+        b = self._encode_text(pair, added) if pair is not None else None
         return self._post(a, b, add_special_tokens, truncation or self.truncation)
+
+    def encode_ordinary(self, text: str) -> list[int]:
+        """The ids of ``text`` with every special token's text encoded as plain text and no
+        post-processing (tiktoken's ``encode_ordinary``)."""
+        native = self.native_plan()
+        if native is None or any(not t.special for t in self._added.tokens):
+            return self.encode(text, add_special_tokens=False, disallowed_special=()).ids
+        try:
+            return _core.encode_ids(native[0], native[1], text)
+        except (TypeError, UnicodeError):
+            check_text(text)  # names the lone surrogate
+            raise
+
+    def encode_ordinary_batch(self, texts: Sequence[str], *,
+                              num_threads: int | None = None) -> list[list[int]]:
+        """:meth:`encode_ordinary` of each text, on ``num_threads`` native threads (default:
+        every core this process may use) with the GIL released."""
+        native = self.native_plan()
+        if native is None or any(not t.special for t in self._added.tokens):
+            return [self.encode_ordinary(t) for t in texts]
+        texts = list(texts)
+        try:
+            return _core.encode_ids_batch(native[0], native[1], texts, num_threads or _threads())
+        except (TypeError, UnicodeError):
+            for i, text in enumerate(texts):
+                check_text(text, f"texts[{i}]")
+            raise
 
     def encode_batch(self, inputs: Sequence[str | tuple[str, str]], *,
                      add_special_tokens: bool = True, padding: Padding | None = None,
@@ -204,6 +309,26 @@ class Tokenizer:
         if self.decoder is None:
             return " ".join(tokens)
         return self.decoder.decode(tokens)
+
+    def decode_bytes(self, ids: Sequence[int], *, skip_special_tokens: bool = False) -> bytes:
+        """The raw bytes ``ids`` stand for: byte-level tokens give their bytes, so a character
+        cut between tokens is kept whole in neither (tiktoken's ``decode_bytes``)."""
+        to_bytes = unicode_to_bytes()
+        byte_level = isinstance(self.decoder, ByteLevelDecoder)
+        out = bytearray()
+        for position, i in enumerate(ids):
+            if skip_special_tokens and i in self._added.special_ids:
+                continue
+            added = self._added.by_id.get(i)
+            token = self.id_to_token(i) if isinstance(i, int) else None
+            if token is None:
+                raise InputError(f"ids[{position}]: {i!r} is not an id of this tokenizer "
+                                 f"(vocabulary size {self.get_vocab_size()})")
+            if added is None and byte_level and all(c in to_bytes for c in token):
+                out += bytes(to_bytes[c] for c in token)
+            else:
+                out += (token if added is not None else self.decode([i])).encode("utf-8")
+        return bytes(out)
 
     def decode_batch(self, batch: Sequence[Sequence[int]], *,
                      skip_special_tokens: bool = True) -> list[str]:
@@ -291,7 +416,7 @@ class Tokenizer:
 _COUNT_BATCH = 8192
 
 
-def num_threads() -> int:
+def _threads() -> int:
     """Threads the core uses: TOKENMILL_NUM_THREADS, else the cores this process may run on."""
     env = os.environ.get("TOKENMILL_NUM_THREADS", "")
     if env.isdigit() and int(env) > 0:
@@ -300,7 +425,7 @@ def num_threads() -> int:
 
 
 def _count_natively(texts: Iterable[str], scanner: int, byte_level: bool) -> Counter[str]:
-    counter = _core.PieceCounter(scanner, num_threads())
+    counter = _core.PieceCounter(scanner, _threads())
     stream = iter(texts)
     done = 0
     while batch := list(islice(stream, _COUNT_BATCH)):

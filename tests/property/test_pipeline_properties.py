@@ -47,6 +47,17 @@ def test_byte_level_round_trip(byte_level, text):
 
 @settings(max_examples=300, deadline=None)
 @given(texts)
+def test_native_path_equals_python_path(byte_level, text):
+    # An empty normalizer Sequence changes nothing but keeps the pipeline in Python.
+    python_path = Tokenizer(byte_level.model, normalizer=normalizers.Sequence([]),
+                            pre_tokenizer=byte_level.pre_tokenizer, decoder=byte_level.decoder)
+    assert byte_level.native_plan() is not None and python_path.native_plan() is None
+    fast, slow = byte_level.encode(text), python_path.encode(text)
+    assert (fast.ids, fast.offsets, fast.tokens) == (slow.ids, slow.offsets, slow.tokens)
+
+
+@settings(max_examples=300, deadline=None)
+@given(texts)
 def test_byte_level_offsets_cover_token_bytes(byte_level, text):
     enc = byte_level.encode(text)
     to_bytes = pre_tokenizers.unicode_to_bytes()

@@ -4,12 +4,13 @@
 
 #include <cstddef>
 #include <cstdint>
-#include <deque>
 #include <mutex>
 #include <string>
 #include <string_view>
 #include <unordered_map>
 #include <vector>
+
+#include "tokenmill/flat_map.h"
 
 namespace tokenmill {
 
@@ -21,10 +22,12 @@ struct BPEOptions {
   bool byte_fallback = false;             // unknown characters become <0xNN> byte tokens
   bool fuse_unk = false;                  // consecutive unknowns become one unk token
   bool ignore_merges = false;             // a word found whole in the vocabulary is one token
+  bool byte_symbols = false;              // tokens are raw bytes; a word starts as its bytes
   std::size_t cache_capacity = 10000;     // words remembered; 0 disables the cache
 };
 
-// One output token: its id and the characters [start, end) of the word it covers.
+// One output token: its id and the characters [start, end) of the word it covers (bytes, with
+// byte_symbols).
 struct TokenSpan {
   uint32_t id;
   uint32_t start;
@@ -36,6 +39,18 @@ struct Merge {
   uint32_t right;
   uint32_t result;
 };
+
+// GPT-2's byte-level alphabet back to bytes: each character of token stands for one byte.
+// False if token holds a character outside the alphabet (an added token such as "<|endoftext|>").
+bool decode_byte_alphabet(std::string_view token, std::string& out);
+
+// Merges of a rank-ordered byte vocabulary (tiktoken's files list tokens and ranks, no merges):
+// for each token of two or more bytes, the two parts that byte-pair merging by rank, with only
+// the lower ranks, leaves of it. Returns (left rank, right rank, token rank) triples in rank
+// order; a token that does not end in exactly two parts is reported in `unreachable`.
+std::vector<Merge> derive_merges(const std::vector<std::string>& tokens,
+                                 const std::vector<uint32_t>& ranks,
+                                 std::vector<uint32_t>& unreachable);
 
 class BPEModel {
  public:
@@ -62,11 +77,11 @@ class BPEModel {
   bool find_merge(uint32_t left, uint32_t right, uint32_t& rank, uint32_t& result) const;
 
   BPEOptions options_;
-  std::deque<std::string> storage_;  // owns the bytes the views below point into
-  std::unordered_map<std::string_view, uint32_t> vocab_;
-  std::unordered_map<uint64_t, uint64_t> merges_;  // (left << 32 | right) -> (rank << 32 | result)
-  uint32_t byte_ids_[256];
+  StringMap vocab_;
+  PairMap merges_;  // (left << 32 | right) -> (rank << 32 | result)
+  uint32_t byte_ids_[256];  // <0xNN> tokens (byte_fallback), or the single-byte tokens
   bool have_bytes_ = false;
+  int64_t symbol_of_byte_[256];  // byte_symbols: each byte's token, -1 if not in the vocab
 
   mutable std::mutex cache_mutex_;
   mutable std::unordered_map<std::string, std::vector<TokenSpan>> cache_;

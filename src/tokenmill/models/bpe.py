@@ -6,12 +6,14 @@ built once and never changes, so encoding can run with the GIL released.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Mapping, Sequence
 from typing import Any
 
 from tokenmill import _core
 from tokenmill._registry import field, register
 from tokenmill.errors import FormatError, InputError
+from tokenmill.pre_tokenizers import bytes_to_unicode
 
 # Marker models cannot be written as Hugging Face "BPE": that schema has no separate
 # end-of-word symbol, so `tokenizers` would silently produce other ids. They get their own name.
@@ -51,12 +53,31 @@ class BPE:
         for name, token in (("unk_token", unk_token), ("end_of_word_marker", end_of_word_marker)):
             if token is not None and token not in self.vocab:
                 raise InputError(f"{name} {token!r} is not in the vocab")
-        self._core = _core.BPEModel(
-            list(self.vocab), list(self.vocab.values()), self._merge_triples(),
-            self.vocab[unk_token] if unk_token is not None else -1,
-            continuing_subword_prefix or "", end_of_word_suffix or "",
-            self.vocab[end_of_word_marker] if end_of_word_marker else -1,
-            byte_fallback, fuse_unk, ignore_merges, cache_capacity)
+        self._triples = self._merge_triples()  # checks every merge against the vocab
+
+    @functools.cached_property
+    def _char_core(self) -> _core.BPEModel:
+        """The core over characters (built on first use: byte-level pipelines may never ask)."""
+        return _core.BPEModel(
+            list(self.vocab), list(self.vocab.values()), self._triples,
+            self.vocab[self.unk_token] if self.unk_token is not None else -1,
+            self.continuing_subword_prefix or "", self.end_of_word_suffix or "",
+            self.vocab[self.end_of_word_marker] if self.end_of_word_marker else -1,
+            self.byte_fallback, self.fuse_unk, self.ignore_merges, self.cache_capacity)
+
+    @functools.cached_property
+    def byte_level_core(self) -> _core.BPEModel | None:
+        """The core over raw bytes, for byte-level pipelines that the core runs end to end;
+        None unless this is a plain byte-level BPE (every byte of GPT-2's alphabet a token, no
+        prefix, suffix or marker)."""
+        if self.continuing_subword_prefix or self.end_of_word_suffix or self.end_of_word_marker:
+            return None
+        if not all(c in self.vocab for c in bytes_to_unicode().values()):
+            return None
+        return _core.BPEModel(
+            list(self.vocab), list(self.vocab.values()), self._triples,
+            self.vocab[self.unk_token] if self.unk_token is not None else -1, "", "", -1,
+            False, self.fuse_unk, self.ignore_merges, self.cache_capacity, byte_symbols=True)
 
     def merged_token(self, left: str, right: str) -> str:
         """The token a merge of ``left`` and ``right`` makes (the right's prefix is dropped)."""
@@ -82,11 +103,11 @@ class BPE:
     def encode_pieces(self, pieces: list[str]) -> list[int]:
         """Tokens of a batch of pre-tokens as one flat list ``[id, piece, start, end] * n``
         (``start``/``end``: characters of the piece)."""
-        return self._core.encode_words(pieces)
+        return self._char_core.encode_words(pieces)
 
     def encode_word(self, word: str) -> list[str]:
         """The tokens of one pre-token."""
-        flat = self._core.encode_words([word])
+        flat = self._char_core.encode_words([word])
         return [self._id_to_token[i] for i in flat[0::4]]
 
     def merge_symbols(self, symbols: Sequence[str]) -> list[str]:
@@ -100,7 +121,7 @@ class BPE:
         missing = [s for s in symbols if s not in self.vocab]
         if missing:
             raise InputError(f"symbol {missing[0]!r} is not in the vocab")
-        ids = self._core.merge_ids([self.vocab[s] for s in symbols])
+        ids = self._char_core.merge_ids([self.vocab[s] for s in symbols])
         return [self._id_to_token[i] for i in ids]
 
     def token_to_id(self, token: str) -> int | None:

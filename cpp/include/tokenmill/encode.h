@@ -1,0 +1,32 @@
+// Whole-text encoding for byte-level BPE with a GPT-family split: scanner, then the merges of
+// each piece's bytes, without a Python object per piece or per token.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "tokenmill/bpe.h"
+#include "tokenmill/pretokenize.h"
+
+namespace tokenmill {
+
+// One text's tokens. starts/ends (character offsets into the text) are filled if asked.
+struct Encoded {
+  std::vector<uint32_t> ids;
+  std::vector<uint32_t> starts;
+  std::vector<uint32_t> ends;
+};
+
+// model must use byte_symbols.
+void encode_text(const BPEModel& model, SplitPattern pattern, std::string_view text,
+                 bool with_offsets, Encoded& out);
+
+// The texts split across up to `threads` threads; results in input order.
+std::vector<Encoded> encode_texts(const BPEModel& model, SplitPattern pattern,
+                                  const std::vector<std::string>& texts, bool with_offsets,
+                                  std::size_t threads);
+
+}  // namespace tokenmill

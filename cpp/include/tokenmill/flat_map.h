@@ -1,0 +1,160 @@
+// Open-addressing hash maps for the hot lookups (vocabulary, merges): one flat array, linear
+// probing, power-of-two capacity at most half full. Built once, then read-only, so lookups from
+// many threads need no lock. std::unordered_map allocates a node per entry and chases a pointer
+// per probe; these are several times faster on the encode path.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <cstring>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace tokenmill {
+
+inline uint64_t mix64(uint64_t x) {
+  x ^= x >> 33;
+  x *= 0xff51afd7ed558ccdULL;
+  x ^= x >> 33;
+  x *= 0xc4ceb9fe1a85ec53ULL;
+  x ^= x >> 33;
+  return x;
+}
+
+inline uint64_t hash_bytes(std::string_view s) {
+  uint64_t h = 0x9E3779B97F4A7C15ULL ^ s.size();
+  std::size_t i = 0;
+  for (; i + 8 <= s.size(); i += 8) {
+    uint64_t chunk;
+    std::memcpy(&chunk, s.data() + i, 8);
+    h = (h ^ chunk) * 0x100000001b3ULL;
+    h ^= h >> 29;
+  }
+  uint64_t tail = 0;
+  std::memcpy(&tail, s.data() + i, s.size() - i);
+  return mix64(h ^ tail);
+}
+
+inline std::size_t table_capacity(std::size_t n) {
+  std::size_t cap = 16;
+  while (cap < 2 * n + 1) cap <<= 1;
+  return cap;
+}
+
+// uint64 key -> uint64 value. Key ~0 is reserved (never a valid pair of 32-bit ids here). Key
+// and value sit side by side, so a lookup touches one cache line.
+class PairMap {
+ public:
+  static constexpr uint64_t kEmpty = ~uint64_t{0};
+
+  void reserve(std::size_t n) {
+    slots_.assign(table_capacity(n), Slot{kEmpty, 0});
+    mask_ = slots_.size() - 1;
+  }
+  // Keeps the first value given for a key.
+  void insert(uint64_t key, uint64_t value) {
+    if (2 * (size_ + 1) > slots_.size()) grow();
+    std::size_t i = mix64(key) & mask_;
+    while (slots_[i].key != kEmpty) {
+      if (slots_[i].key == key) return;
+      i = (i + 1) & mask_;
+    }
+    slots_[i] = Slot{key, value};
+    ++size_;
+  }
+  bool find(uint64_t key, uint64_t& value) const {
+    if (slots_.empty()) return false;
+    std::size_t i = mix64(key) & mask_;
+    while (true) {
+      const Slot& s = slots_[i];
+      if (s.key == key) {
+        value = s.value;
+        return true;
+      }
+      if (s.key == kEmpty) return false;
+      i = (i + 1) & mask_;
+    }
+  }
+
+ private:
+  struct Slot {
+    uint64_t key;
+    uint64_t value;
+  };
+  void grow() {
+    std::vector<Slot> old = std::move(slots_);
+    reserve(old.empty() ? 8 : old.size());
+    size_ = 0;
+    for (const Slot& s : old) {
+      if (s.key != kEmpty) insert(s.key, s.value);
+    }
+  }
+  std::vector<Slot> slots_;
+  std::size_t mask_ = 0;
+  std::size_t size_ = 0;
+};
+
+// byte string -> uint32 value; the map owns a copy of every key.
+class StringMap {
+ public:
+  void reserve(std::size_t n) {
+    slots_.assign(table_capacity(n), Slot{});
+    mask_ = slots_.size() - 1;
+  }
+  // Keeps the first value given for a key.
+  void insert(std::string_view key, uint32_t value) {
+    if (2 * (size_ + 1) > slots_.size()) grow();
+    const uint64_t h = hash_bytes(key);
+    std::size_t i = h & mask_;
+    while (slots_[i].used) {
+      if (slots_[i].hash == h && view(slots_[i]) == key) return;
+      i = (i + 1) & mask_;
+    }
+    slots_[i] = Slot{h, arena_.size(), static_cast<uint32_t>(key.size()), value, true};
+    arena_.append(key.data(), key.size());
+    ++size_;
+  }
+  bool find(std::string_view key, uint32_t& value) const {
+    if (slots_.empty()) return false;
+    const uint64_t h = hash_bytes(key);
+    std::size_t i = h & mask_;
+    while (slots_[i].used) {
+      const Slot& s = slots_[i];
+      if (s.hash == h && s.len == key.size() &&
+          std::memcmp(arena_.data() + s.offset, key.data(), key.size()) == 0) {
+        value = s.value;
+        return true;
+      }
+      i = (i + 1) & mask_;
+    }
+    return false;
+  }
+  std::size_t size() const { return size_; }
+
+ private:
+  struct Slot {
+    uint64_t hash = 0;
+    std::size_t offset = 0;
+    uint32_t len = 0;
+    uint32_t value = 0;
+    bool used = false;
+  };
+  std::string_view view(const Slot& s) const { return {arena_.data() + s.offset, s.len}; }
+  void grow() {
+    std::vector<Slot> old = std::move(slots_);
+    reserve(old.empty() ? 8 : old.size());
+    size_ = 0;
+    std::string arena = std::move(arena_);
+    arena_.clear();
+    for (const Slot& s : old) {
+      if (s.used) insert(std::string_view(arena.data() + s.offset, s.len), s.value);
+    }
+  }
+  std::vector<Slot> slots_;
+  std::string arena_;
+  std::size_t mask_ = 0;
+  std::size_t size_ = 0;
+};
+
+}  // namespace tokenmill

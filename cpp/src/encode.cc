@@ -1,0 +1,80 @@
+#include "tokenmill/encode.h"
+
+#include <algorithm>
+#include <thread>
+
+namespace tokenmill {
+
+namespace {
+
+bool is_continuation(char c) { return (static_cast<unsigned char>(c) & 0xC0) == 0x80; }
+
+// Byte spans -> character spans. A byte-level token may start or end inside a character; its
+// span then covers that whole character, so offsets always slice whole characters.
+void to_characters(std::string_view text, std::vector<uint32_t>& starts,
+                   std::vector<uint32_t>& ends) {
+  // Both lists are non-decreasing, so one forward walk each counts the characters before.
+  auto convert = [&](std::vector<uint32_t>& offsets, bool is_end) {
+    std::size_t byte = 0;
+    uint32_t chars = 0;  // characters that start before `byte`
+    for (uint32_t& off : offsets) {
+      for (; byte < off && byte < text.size(); ++byte) {
+        if (!is_continuation(text[byte])) ++chars;
+      }
+      if (is_end) {
+        off = chars;  // the character holding byte off-1 has started before off
+      } else {
+        off = byte < text.size() && is_continuation(text[byte]) ? chars - 1 : chars;
+      }
+    }
+  };
+  convert(starts, false);
+  convert(ends, true);
+}
+
+}  // namespace
+
+void encode_text(const BPEModel& model, SplitPattern pattern, std::string_view text,
+                 bool with_offsets, Encoded& out) {
+  std::vector<TokenSpan> spans;
+  for (std::size_t i = 0; i < text.size();) {
+    const std::size_t j = piece_end(pattern, text, i);
+    spans.clear();
+    model.encode_word(text.substr(i, j - i), spans);
+    for (const TokenSpan& s : spans) {
+      out.ids.push_back(s.id);
+      if (with_offsets) {
+        out.starts.push_back(static_cast<uint32_t>(i + s.start));
+        out.ends.push_back(static_cast<uint32_t>(i + s.end));
+      }
+    }
+    i = j;
+  }
+  if (with_offsets) to_characters(text, out.starts, out.ends);
+}
+
+std::vector<Encoded> encode_texts(const BPEModel& model, SplitPattern pattern,
+                                  const std::vector<std::string>& texts, bool with_offsets,
+                                  std::size_t threads) {
+  std::vector<Encoded> out(texts.size());
+  const std::size_t n = std::max<std::size_t>(1, std::min(threads, texts.size()));
+  if (n == 1) {
+    for (std::size_t t = 0; t < texts.size(); ++t) {
+      encode_text(model, pattern, texts[t], with_offsets, out[t]);
+    }
+    return out;
+  }
+  // Texts are dealt round-robin in blocks, so one long document does not idle the others.
+  std::vector<std::thread> workers;
+  for (std::size_t k = 0; k < n; ++k) {
+    workers.emplace_back([&, k] {
+      for (std::size_t t = k; t < texts.size(); t += n) {
+        encode_text(model, pattern, texts[t], with_offsets, out[t]);
+      }
+    });
+  }
+  for (auto& w : workers) w.join();
+  return out;
+}
+
+}  // namespace tokenmill

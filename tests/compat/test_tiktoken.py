@@ -1,0 +1,154 @@
+"""OpenAI's encodings, id for id: tokenmill against tiktoken (a test dependency, loading the
+ranks files of ../shared/data, nothing downloaded) on the goldens and on every line of every
+corpus there. Zero mismatches is the bar."""
+
+from __future__ import annotations
+
+import gzip
+import json
+from pathlib import Path
+
+import pytest
+import tiktoken
+import tiktoken.load
+
+import tokenmill
+from tokenmill import InputError
+
+NAMES = ["r50k_base", "p50k_base", "cl100k_base", "o200k_base"]
+
+
+@pytest.fixture(scope="module")
+def encodings(shared_data):
+    return json.loads((shared_data / "tokenizers" / "tiktoken" / "encodings.json")
+                      .read_text("utf-8"))
+
+
+@pytest.fixture(scope="module")
+def pairs(shared_data, encodings):
+    out = {}
+    for name in NAMES:
+        e = encodings[name]
+        ref = tiktoken.Encoding(name=name, pat_str=e["pat_str"],
+                                mergeable_ranks=tiktoken.load.load_tiktoken_bpe(
+                                    str(shared_data / e["file"])),
+                                special_tokens=e["special_tokens"])
+        out[name] = (tokenmill.load(name, path=shared_data / e["file"]), ref)
+    return out
+
+
+def corpus_lines(shared: Path) -> list[str]:
+    lines: list[str] = []
+    for path in sorted((shared / "text").rglob("*.txt")):
+        lines += path.read_text("utf-8").splitlines()
+    for path in sorted((shared / "text").rglob("*.gz")):
+        with gzip.open(path, "rt", encoding="utf-8") as f:
+            lines += f.read().splitlines()
+    for path in sorted((shared / "code").glob("*.jsonl")):
+        for doc in path.read_text("utf-8").splitlines():
+            lines += json.loads(doc)["text"].splitlines(keepends=True)
+    return lines
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_goldens(shared_data, pairs, name):
+    tok, ref = pairs[name]
+    rows = [json.loads(line) for line in
+            gzip.open(shared_data / "goldens" / f"tiktoken_{name}.jsonl.gz", "rt")]
+    assert len(rows) == 295
+    for row in rows:
+        assert tok.encode_ordinary(row["text"]) == row["ids"], row["text"][:60]
+        assert tok.encode(row["text"], disallowed_special=()).ids == row["ids"]
+        assert tok.decode_bytes(row["ids"]) == ref.decode_bytes(row["ids"])
+        assert tok.decode(row["ids"]) == ref.decode(row["ids"])
+
+
+def test_every_line_of_every_corpus(shared_data, pairs):
+    lines = corpus_lines(shared_data)
+    assert len(lines) > 500_000
+    for name in NAMES:
+        tok, ref = pairs[name]
+        ours = tok.encode_ordinary_batch(lines)
+        theirs = ref.encode_ordinary_batch(lines, num_threads=2)
+        mismatches = [i for i, (a, b) in enumerate(zip(ours, theirs)) if a != b]
+        assert mismatches == [], f"{name}: {len(mismatches)} lines differ, first {mismatches[:3]}"
+
+
+def test_special_tokens_follow_tiktokens_rules(pairs):
+    tok, ref = pairs["cl100k_base"]
+    text = "a<|endoftext|>b<|fim_prefix|>"
+    with pytest.raises(InputError, match=r"special token '<\|endoftext\|>' at character 1"):
+        tok.encode(text)
+    with pytest.raises(InputError, match="allowed_special"):
+        tok.encode(text, allowed_special={"<|endoftext|>"})  # fim_prefix still disallowed
+    assert tok.encode(text, allowed_special="all").ids == ref.encode(text, allowed_special="all")
+    assert tok.encode(text, allowed_special={"<|endoftext|>"}, disallowed_special=()).ids == \
+        ref.encode(text, allowed_special={"<|endoftext|>"}, disallowed_special=())
+    assert tok.encode(text, disallowed_special=()).ids == ref.encode(text, disallowed_special=())
+    assert tok.encode_ordinary(text) == ref.encode_ordinary(text)
+    ids = tok.encode(text, allowed_special="all").ids
+    assert tok.decode(ids, skip_special_tokens=False) == ref.decode(ids)
+    with pytest.raises(InputError, match="not a special token"):
+        tok.encode("x", allowed_special={"<|nope|>"})
+
+
+def test_partial_utf8_decodes_as_tiktoken_does(pairs):
+    tok, ref = pairs["o200k_base"]
+    ids = tok.encode_ordinary("日本語 😀")
+    for cut in range(1, len(ids) + 1):
+        assert tok.decode(ids[:cut]) == ref.decode(ids[:cut])
+        assert tok.decode_bytes(ids[:cut]) == ref.decode_bytes(ids[:cut])
+
+
+def test_gpt2_files_equal_r50k(shared_data, pairs):
+    gpt2 = tokenmill.load(shared_data / "tokenizers" / "gpt2")
+    tok, _ = pairs["r50k_base"]
+    text = (shared_data / "text" / "en" / "ud_en_ewt_dev.txt").read_text("utf-8")
+    assert gpt2.encode_ordinary(text) == tok.encode_ordinary(text)
+
+
+def test_export_to_tiktoken_round_trips(shared_data, tmp_path):
+    from tokenmill import BPE, BPETrainer, Tokenizer, decoders, pre_tokenizers
+    from tokenmill.formats import tiktoken as tiktoken_format
+
+    tok = Tokenizer(BPE({}, []), pre_tokenizer=pre_tokenizers.ByteLevel(),
+                    decoder=decoders.ByteLevel())
+    lines = (shared_data / "text" / "en" / "tinyshakespeare.txt").read_text("utf-8")
+    tok.train_from_iterator(lines.splitlines(), BPETrainer(
+        vocab_size=1500, special_tokens=("<|endoftext|>",),
+        initial_alphabet=tuple(pre_tokenizers.ByteLevel.alphabet())))
+    path = tmp_path / "mine.tiktoken"
+    tiktoken_format.save(tok, path)
+    meta = json.loads((tmp_path / "mine.tiktoken.json").read_text("utf-8"))
+    ref = tiktoken.Encoding(name="mine", pat_str=meta["pat_str"],
+                            mergeable_ranks=tiktoken.load.load_tiktoken_bpe(str(path)),
+                            special_tokens=meta["special_tokens"])
+    sample = (shared_data / "text" / "en" / "ud_en_ewt_dev.txt").read_text("utf-8").splitlines()
+    assert [tok.encode_ordinary(s) for s in sample] == ref.encode_ordinary_batch(sample)
+
+
+@pytest.mark.parametrize("content, message", [
+    (b"IQ== 0\nnot-base64! 1\n", r":2: 'not-base64!' is not valid base64"),
+    (b"IQ== 0\nIg== 0\n", r":2: rank 0 appears twice \(first on line 1\)"),
+    (b"IQ== 0\nIQ== 1\n", r":2: token b'!' appears twice"),
+    (b"IQ== zero\n", r":1: expected 'BASE64 RANK'"),
+])
+def test_bad_tiktoken_files(tmp_path, content, message):
+    path = tmp_path / "bad.tiktoken"
+    path.write_bytes(content)
+    with pytest.raises(tokenmill.FormatError, match=message):
+        tokenmill.load("cl100k_base", path=path)
+
+
+def test_unknown_preset_and_missing_path(tmp_path):
+    with pytest.raises(InputError, match="unknown preset 'cl200k'"):
+        tokenmill.load("cl200k")
+    with pytest.raises(InputError, match="needs path="):
+        tokenmill.load("o200k_base")
+
+
+def test_gpt2_merges_that_disagree_with_the_vocab(tmp_path):
+    (tmp_path / "vocab.json").write_text('{"a": 0, "b": 1, "ab": 2}', encoding="utf-8")
+    (tmp_path / "merges.txt").write_text("#version: 0.2\na b\nb a\n", encoding="utf-8")
+    with pytest.raises(tokenmill.FormatError, match=r"merges.txt:3: merge 'b' \+ 'a' needs 'ba'"):
+        tokenmill.load(tmp_path)
