@@ -3,7 +3,8 @@ truncation and padding."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Literal
 
 from tokenmill.errors import InputError
@@ -11,30 +12,103 @@ from tokenmill.errors import InputError
 Side = Literal["right", "left"]
 
 
-@dataclass
 class Encoding:
     """The ids of one input and what each id stands for.
 
     ``offsets[i]`` is the span of the ORIGINAL input's characters that token ``i`` came from;
-    special tokens added by a post-processor have ``(0, 0)``.
+    special tokens added by a post-processor have ``(0, 0)``. Tokens, offsets and masks are made
+    on first access (most callers want only the ids): an encoding from the core holds the ids
+    and two flat offset lists until asked.
     """
 
-    ids: list[int]
-    tokens: list[str]
-    offsets: list[tuple[int, int]]
-    type_ids: list[int] = field(default_factory=list)
-    attention_mask: list[int] = field(default_factory=list)
-    special_tokens_mask: list[int] = field(default_factory=list)
-    overflowing: list[Encoding] = field(default_factory=list)
+    __slots__ = ("ids", "_tokens", "_offsets", "_type_ids", "_attention_mask",
+                 "_special_tokens_mask", "overflowing", "_id_to_token")
 
-    def __post_init__(self) -> None:
-        n = len(self.ids)
-        if not self.type_ids:
-            self.type_ids = [0] * n
-        if not self.attention_mask:
-            self.attention_mask = [1] * n
-        if not self.special_tokens_mask:
-            self.special_tokens_mask = [0] * n
+    def __init__(self, ids: list[int], tokens: list[str] | None = None,
+                 offsets: list[tuple[int, int]] | tuple[list[int], list[int]] | None = None,
+                 type_ids: list[int] | None = None, attention_mask: list[int] | None = None,
+                 special_tokens_mask: list[int] | None = None,
+                 overflowing: list[Encoding] | None = None, *,
+                 id_to_token: Callable[[int], str | None] | None = None) -> None:
+        self.ids = ids
+        self._tokens = tokens
+        self._offsets = offsets
+        self._type_ids = type_ids or None
+        self._attention_mask = attention_mask or None
+        self._special_tokens_mask = special_tokens_mask or None
+        self.overflowing = overflowing if overflowing is not None else []
+        self._id_to_token = id_to_token
+
+    @property
+    def tokens(self) -> list[str]:
+        if self._tokens is None:
+            to_token = self._id_to_token
+            self._tokens = [to_token(i) or "" for i in self.ids] if to_token else \
+                [""] * len(self.ids)
+        return self._tokens
+
+    @tokens.setter
+    def tokens(self, value: list[str]) -> None:
+        self._tokens = value
+
+    @property
+    def offsets(self) -> list[tuple[int, int]]:
+        if self._offsets is None:
+            self._offsets = [(0, 0)] * len(self.ids)
+        elif isinstance(self._offsets, tuple):
+            self._offsets = list(zip(*self._offsets))
+        return self._offsets
+
+    @offsets.setter
+    def offsets(self, value: list[tuple[int, int]]) -> None:
+        self._offsets = value
+
+    @property
+    def type_ids(self) -> list[int]:
+        if self._type_ids is None:
+            self._type_ids = [0] * len(self.ids)
+        return self._type_ids
+
+    @type_ids.setter
+    def type_ids(self, value: list[int]) -> None:
+        self._type_ids = value
+
+    @property
+    def attention_mask(self) -> list[int]:
+        if self._attention_mask is None:
+            self._attention_mask = [1] * len(self.ids)
+        return self._attention_mask
+
+    @attention_mask.setter
+    def attention_mask(self, value: list[int]) -> None:
+        self._attention_mask = value
+
+    @property
+    def special_tokens_mask(self) -> list[int]:
+        if self._special_tokens_mask is None:
+            self._special_tokens_mask = [0] * len(self.ids)
+        return self._special_tokens_mask
+
+    @special_tokens_mask.setter
+    def special_tokens_mask(self, value: list[int]) -> None:
+        self._special_tokens_mask = value
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, Encoding):
+            return NotImplemented
+        return all(getattr(self, f) == getattr(other, f) for f in
+                   ("ids", "tokens", "offsets", "type_ids", "attention_mask",
+                    "special_tokens_mask", "overflowing"))
+
+    __hash__ = None  # type: ignore[assignment]
+
+    def replace(self, **changes: object) -> Encoding:
+        """A copy with some fields changed (``ids``, ``tokens``, ``offsets``, masks...)."""
+        fields = {f: getattr(self, f) for f in
+                  ("ids", "tokens", "offsets", "type_ids", "attention_mask",
+                   "special_tokens_mask", "overflowing")}
+        fields.update(changes)
+        return Encoding(**fields)  # type: ignore[arg-type]
 
     def __len__(self) -> int:
         return len(self.ids)
@@ -50,7 +124,8 @@ class Encoding:
     @staticmethod
     def concat(parts: list[Encoding]) -> Encoding:
         """One encoding holding ``parts`` one after another."""
-        out = Encoding([], [], [])
+        out = Encoding([], [], [], [], [], [])
+        out.type_ids, out.attention_mask, out.special_tokens_mask = [], [], []
         for p in parts:
             out.ids += p.ids
             out.tokens += p.tokens

@@ -125,9 +125,10 @@ class Tokenizer:
     def native_plan(self) -> tuple[Any, int] | None:
         """``(byte-level core, scanner)`` when the core can run normalizer, pre-tokenizer and
         model on its own (a plain byte-level BPE behind a GPT-family split); else None."""
-        components = (self.model, self.normalizer, self.pre_tokenizer)
-        if len(self._native_for) != 3 or any(a is not b for a, b in
-                                              zip(components, self._native_for)):
+        f = self._native_for
+        if not f or self.model is not f[0] or self.normalizer is not f[1] \
+                or self.pre_tokenizer is not f[2]:
+            components = (self.model, self.normalizer, self.pre_tokenizer)
             plan = native_counting(self.pre_tokenizer) if self.normalizer is None else None
             core = self.model.byte_level_core if plan is not None and plan[1] else None
             self._native = (core, plan[0]) if core is not None and plan is not None else None
@@ -139,10 +140,11 @@ class Tokenizer:
         """The added tokens to match in ``text`` under tiktoken's special-token rules: allowed
         special tokens are matched; a disallowed one in the text is an error; any other is
         plain text. Non-special added tokens always match."""
+        if allowed_special is None and disallowed_special is None \
+                and self.special_tokens_in_text == "match":
+            return self._added
         specials = {t.content for t in self._added.tokens if t.special}
         if allowed_special is None and disallowed_special is None:
-            if self.special_tokens_in_text == "match":
-                return self._added
             allowed: set[str] = set()
             disallowed: set[str] = specials
         else:
@@ -172,35 +174,47 @@ class Tokenizer:
 
     def _encode_text(self, text: str, added: AddedVocabulary | None = None) -> Encoding:
         check_text(text)
-        ids: list[int] = []
-        offsets: list[tuple[int, int]] = []
+        segments = (self._added if added is None else added).split(text)
         native = self.native_plan()
-        for added_id, start, end in (self._added if added is None else added).split(text):
+        if native is not None and len(segments) == 1 and segments[0][0] is None:
+            # The common case: no added token in the text; the core does everything and the
+            # Encoding makes tokens and offset pairs only if they are asked for.
+            ids, starts, ends = _core.encode_offsets(native[0], native[1], text)
+            return Encoding(ids, offsets=(starts, ends), id_to_token=self.id_to_token)
+        ids = []
+        starts = []
+        ends = []
+        for added_id, start, end in segments:
             if added_id is not None:
                 ids.append(added_id)
-                offsets.append((start, end))
-                continue
-            if native is not None:
-                seg_ids, starts, ends = _core.encode_offsets(native[0], native[1],
-                                                             text[start:end])
+                starts.append(start)
+                ends.append(end)
+            elif native is not None:
+                seg_ids, seg_starts, seg_ends = _core.encode_offsets(native[0], native[1],
+                                                                     text[start:end])
                 ids += seg_ids
-                offsets += [(start + s, start + e) for s, e in zip(starts, ends)]
-                continue
-            pieces = self.pieces(text[start:end], start)
-            if not pieces:
-                continue
-            flat = self.model.encode_pieces([p.text for p in pieces])
-            ids += flat[0::4]
-            offsets += [pieces[p].span(s, e) for p, s, e in zip(flat[1::4], flat[2::4], flat[3::4])]
-        to_token = self.id_to_token
-        tokens = [to_token(i) or "" for i in ids]
+                starts += [start + s for s in seg_starts]
+                ends += [start + e for e in seg_ends]
+            else:
+                pieces = self.pieces(text[start:end], start)
+                if not pieces:
+                    continue
+                flat = self.model.encode_pieces([p.text for p in pieces])
+                ids += flat[0::4]
+                for p, s, e in zip(flat[1::4], flat[2::4], flat[3::4]):
+                    lo, hi = pieces[p].span(s, e)
+                    starts.append(lo)
+                    ends.append(hi)
         special = self._added.special_ids
-        mask = [1 if i in special else 0 for i in ids] if special else []
-        return Encoding(ids, tokens, offsets, special_tokens_mask=mask)
+        mask = [1 if i in special else 0 for i in ids] if special else None
+        return Encoding(ids, offsets=(starts, ends), special_tokens_mask=mask,
+                        id_to_token=self.id_to_token)
 
     def _post(self, a: Encoding, b: Encoding | None, add_special_tokens: bool,
               truncation: Truncation | None) -> Encoding:
         processor = self.post_processor
+        if processor is None and b is None and truncation is None:
+            return a  # nothing to add or cut: the encoding stays lazy
         if truncation is not None:
             room = truncation.max_length
             if processor is not None and add_special_tokens:
