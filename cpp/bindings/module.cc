@@ -17,6 +17,7 @@
 #include "tokenmill/encode.h"
 #include "tokenmill/error.h"
 #include "tokenmill/pretokenize.h"
+#include "tokenmill/ranks_file.h"
 
 namespace nb = nanobind;
 using namespace nb::literals;
@@ -223,6 +224,30 @@ NB_MODULE(_core, m) {
           "ids"_a);
 
   m.def("pretokenize", &pretokenize, "pattern"_a, "text"_a);
+  m.def(
+      "load_ranks",
+      [](const nb::bytes& data) {
+        // (tokens spelled in the byte alphabet, ranks, merge triples, unreachable ranks)
+        std::vector<std::string> spelled;
+        std::vector<uint32_t> ranks;
+        std::vector<uint32_t> flat;
+        std::vector<uint32_t> unreachable;
+        {
+          const std::string_view view(data.c_str(), data.size());
+          nb::gil_scoped_release release;
+          tokenmill::RanksFile file = tokenmill::parse_ranks(view);
+          for (const auto& m : tokenmill::derive_merges(file.tokens, file.ranks, unreachable)) {
+            flat.insert(flat.end(), {m.left, m.right, m.result});
+          }
+          spelled.reserve(file.tokens.size());
+          for (const std::string& t : file.tokens) {
+            spelled.push_back(tokenmill::spell_byte_alphabet(t));
+          }
+          ranks = std::move(file.ranks);
+        }
+        return nb::make_tuple(spelled, ranks, flat, unreachable);
+      },
+      "data"_a);
   m.def(
       "derive_merges",
       [](const std::vector<nb::bytes>& tokens, const std::vector<uint32_t>& ranks) {

@@ -60,9 +60,10 @@ std::vector<Merge> derive_merges(const std::vector<std::string>& tokens,
                                  const std::vector<uint32_t>& ranks,
                                  std::vector<uint32_t>& unreachable) {
   if (tokens.size() != ranks.size()) throw Error("tokens and ranks differ in length");
-  std::unordered_map<std::string_view, uint32_t> rank_of;
+  StringMap rank_of;
   rank_of.reserve(tokens.size());
-  for (std::size_t i = 0; i < tokens.size(); ++i) rank_of.emplace(tokens[i], ranks[i]);
+  for (std::size_t i = 0; i < tokens.size(); ++i) rank_of.insert(tokens[i], ranks[i]);
+  auto rank = [&](std::string_view t, uint32_t& r) { return rank_of.find(t, r); };
   std::vector<std::size_t> order(tokens.size());
   for (std::size_t i = 0; i < order.size(); ++i) order[i] = i;
   std::sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) {
@@ -74,31 +75,50 @@ std::vector<Merge> derive_merges(const std::vector<std::string>& tokens,
     const std::string_view token = tokens[k];
     if (token.size() < 2) continue;
     const uint32_t limit = ranks[k];
-    parts.clear();
-    for (std::size_t i = 0; i < token.size(); ++i) parts.push_back(token.substr(i, 1));
-    // Merge by rank as encoding would, with the ranks below this token's only.
-    while (parts.size() > 2) {
-      uint32_t best = kNoRank;
-      std::size_t at = 0;
-      for (std::size_t i = 0; i + 1 < parts.size(); ++i) {
-        const std::string_view joined(parts[i].data(), parts[i].size() + parts[i + 1].size());
-        auto it = rank_of.find(joined);
-        if (it != rank_of.end() && it->second < limit && it->second < best) {
-          best = it->second;
-          at = i;
-        }
+    // Usually one split of the token has two lower-ranked halves: that is the merge. Only
+    // when several do must merging by rank decide between them.
+    uint32_t left = 0;
+    uint32_t right = 0;
+    int splits = 0;
+    for (std::size_t cut = 1; cut < token.size() && splits < 2; ++cut) {
+      uint32_t a = 0;
+      uint32_t b = 0;
+      if (rank(token.substr(0, cut), a) && a < limit && rank(token.substr(cut), b) &&
+          b < limit) {
+        left = a;
+        right = b;
+        ++splits;
       }
-      if (best == kNoRank) break;
-      parts[at] = std::string_view(parts[at].data(), parts[at].size() + parts[at + 1].size());
-      parts.erase(parts.begin() + static_cast<std::ptrdiff_t>(at) + 1);
     }
-    auto left = parts.size() == 2 ? rank_of.find(parts[0]) : rank_of.end();
-    auto right = parts.size() == 2 ? rank_of.find(parts[1]) : rank_of.end();
-    if (left == rank_of.end() || right == rank_of.end()) {
+    if (splits == 0) {
       unreachable.push_back(limit);
       continue;
     }
-    merges.push_back({left->second, right->second, limit});
+    if (splits > 1) {
+      parts.clear();
+      for (std::size_t i = 0; i < token.size(); ++i) parts.push_back(token.substr(i, 1));
+      // Merge by rank as encoding would, with the ranks below this token's only.
+      while (parts.size() > 2) {
+        uint32_t best = kNoRank;
+        std::size_t at = 0;
+        for (std::size_t i = 0; i + 1 < parts.size(); ++i) {
+          const std::string_view joined(parts[i].data(), parts[i].size() + parts[i + 1].size());
+          uint32_t r = 0;
+          if (rank(joined, r) && r < limit && r < best) {
+            best = r;
+            at = i;
+          }
+        }
+        if (best == kNoRank) break;
+        parts[at] = std::string_view(parts[at].data(), parts[at].size() + parts[at + 1].size());
+        parts.erase(parts.begin() + static_cast<std::ptrdiff_t>(at) + 1);
+      }
+      if (parts.size() != 2 || !rank(parts[0], left) || !rank(parts[1], right)) {
+        unreachable.push_back(limit);
+        continue;
+      }
+    }
+    merges.push_back({left, right, limit});
   }
   return merges;
 }

@@ -109,29 +109,34 @@ def read_ranks(path: str | os.PathLike[str]) -> dict[bytes, int]:
 def from_ranks(ranks: dict[bytes, int], pattern: str, special_tokens: dict[str, int],
                source: str = "ranks") -> Tokenizer:
     """A byte-level BPE Tokenizer that encodes as tiktoken does with these ranks."""
+    from tokenmill.pre_tokenizers import spell_bytes
+
+    spelled = {spell_bytes(t): r for t, r in ranks.items()}
+    flat, unreachable = _core.derive_merges(list(ranks), list(ranks.values()))
+    return _tokenizer(spelled, flat, unreachable, pattern, special_tokens, source)
+
+
+def _tokenizer(vocab: dict[str, int], triples: list[int], unreachable: list[int], pattern: str,
+               special_tokens: dict[str, int], source: str) -> Tokenizer:
     from tokenmill.decoders import ByteLevel as ByteLevelDecoder
     from tokenmill.models.bpe import BPE
-    from tokenmill.pre_tokenizers import ByteLevel, Sequence, Split, spell_bytes
+    from tokenmill.pre_tokenizers import ByteLevel, Sequence, Split, bytes_to_unicode
     from tokenmill.tokenizer import Tokenizer
 
-    missing = [b for b in range(256) if bytes([b]) not in ranks]
+    missing = [b for b, c in bytes_to_unicode().items() if c not in vocab]
     if missing:
         raise FormatError(f"{source}: byte 0x{missing[0]:02x} has no rank; every single byte "
                           "must be a token")
-    tokens = list(ranks)
-    flat, unreachable = _core.derive_merges(tokens, list(ranks.values()))
     if unreachable:
         raise FormatError(f"{source}: the token of rank {unreachable[0]} cannot be made by "
                           "merging lower-ranked tokens")
-    by_rank = {r: spell_bytes(t) for t, r in ranks.items()}
-    vocab = {spelled: r for r, spelled in by_rank.items()}
-    merges = [(by_rank[flat[i]], by_rank[flat[i + 1]]) for i in range(0, len(flat), 3)]
-    clash = [t for t, i in special_tokens.items() if i in by_rank]
+    ids = set(vocab.values())
+    clash = [t for t, i in special_tokens.items() if i in ids]
     if clash:
         raise FormatError(f"{source}: special token {clash[0]!r} has id "
                           f"{special_tokens[clash[0]]}, which is a rank of the file")
-    model = BPE(vocab, merges, ignore_merges=True)
-    tok = Tokenizer(
+    model = BPE.from_id_merges(vocab, triples, ignore_merges=True)
+    return Tokenizer(
         model,
         pre_tokenizer=Sequence([Split(pattern, "isolated"),
                                 ByteLevel(add_prefix_space=False, use_regex=False)]),
@@ -139,7 +144,6 @@ def from_ranks(ranks: dict[bytes, int], pattern: str, special_tokens: dict[str, 
         added_tokens=[AddedToken(t, i, special=True) for t, i in special_tokens.items()],
         special_tokens_in_text="error",
     )
-    return tok
 
 
 def load(name: str, path: str | os.PathLike[str] | None = None) -> Tokenizer:
@@ -155,7 +159,17 @@ def load(name: str, path: str | os.PathLike[str] | None = None) -> Tokenizer:
     p = Path(path)
     if p.is_dir():
         p = p / preset.file
-    return from_ranks(read_ranks(p), preset.pattern, preset.special_tokens, str(p))
+    try:
+        data = p.read_bytes()
+    except FileNotFoundError:
+        raise InputError(f"{p}: no such file") from None
+    try:
+        spelled, ranks, triples, unreachable = _core.load_ranks(data)
+    except InputError as e:  # "line N: ..." from the core's parser
+        line, _, message = str(e).partition(": ")
+        raise FormatError(f"{p}:{line.removeprefix('line ')}: {message}") from None
+    return _tokenizer(dict(zip(spelled, ranks)), triples, unreachable, preset.pattern,
+                      preset.special_tokens, str(p))
 
 
 def save(tok: Tokenizer, path: str | os.PathLike[str]) -> None:

@@ -37,10 +37,39 @@ class BPE:
                  end_of_word_suffix: str | None = None, end_of_word_marker: str | None = None,
                  byte_fallback: bool = False, fuse_unk: bool = False,
                  ignore_merges: bool = False, cache_capacity: int = 10000) -> None:
+        self._set(dict(vocab), [tuple(m) for m in merges], unk_token,  # type: ignore[misc]
+                  continuing_subword_prefix, end_of_word_suffix, end_of_word_marker,
+                  byte_fallback, fuse_unk, ignore_merges, cache_capacity)
+        self._triples = self._merge_triples()  # checks every merge against the vocab
+
+    @classmethod
+    def from_id_merges(cls, vocab: dict[str, int], triples: list[int], **options: Any) -> BPE:
+        """A model from merges given as flat ``(left id, right id, result id)`` triples that the
+        caller vouches for (the core derived them): nothing is re-checked, which is what makes
+        loading a 200k-token vocabulary quick."""
+        self = cls.__new__(cls)
+        by_id = {i: t for t, i in vocab.items()}
+        merges = [(by_id[triples[k]], by_id[triples[k + 1]]) for k in range(0, len(triples), 3)]
+        self._set(vocab, merges, options.pop("unk_token", None),
+                  options.pop("continuing_subword_prefix", None),
+                  options.pop("end_of_word_suffix", None), options.pop("end_of_word_marker", None),
+                  options.pop("byte_fallback", False), options.pop("fuse_unk", False),
+                  options.pop("ignore_merges", False), options.pop("cache_capacity", 10000),
+                  by_id)
+        if options:
+            raise InputError(f"unknown BPE option {next(iter(options))!r}")
+        self._triples = triples
+        return self
+
+    def _set(self, vocab: dict[str, int], merges: list[tuple[str, str]], unk_token: str | None,
+             continuing_subword_prefix: str | None, end_of_word_suffix: str | None,
+             end_of_word_marker: str | None, byte_fallback: bool, fuse_unk: bool,
+             ignore_merges: bool, cache_capacity: int,
+             id_to_token: dict[int, str] | None = None) -> None:
         if end_of_word_marker and end_of_word_suffix:
             raise InputError("give end_of_word_marker or end_of_word_suffix, not both")
-        self.vocab = dict(vocab)
-        self.merges = [tuple(m) for m in merges]
+        self.vocab = vocab
+        self.merges = merges
         self.unk_token = unk_token
         self.continuing_subword_prefix = continuing_subword_prefix
         self.end_of_word_suffix = end_of_word_suffix
@@ -49,11 +78,11 @@ class BPE:
         self.fuse_unk = fuse_unk
         self.ignore_merges = ignore_merges
         self.cache_capacity = cache_capacity
-        self._id_to_token = {i: t for t, i in self.vocab.items()}
+        self._id_to_token = id_to_token if id_to_token is not None else \
+            {i: t for t, i in vocab.items()}
         for name, token in (("unk_token", unk_token), ("end_of_word_marker", end_of_word_marker)):
-            if token is not None and token not in self.vocab:
+            if token is not None and token not in vocab:
                 raise InputError(f"{name} {token!r} is not in the vocab")
-        self._triples = self._merge_triples()  # checks every merge against the vocab
 
     @functools.cached_property
     def _char_core(self) -> _core.BPEModel:
