@@ -34,6 +34,8 @@ struct TokenSpan {
   uint32_t end;
 };
 
+struct PairCacheEntry;  // bpe.cc: a per-thread cache of merge lookups
+
 struct Merge {
   uint32_t left;
   uint32_t right;
@@ -74,9 +76,12 @@ class BPEModel {
   void apply_merges(std::vector<Symbol>& syms) const;
   void apply_merges_heap(std::vector<Symbol>& syms) const;
   bool lookup(std::string_view token, uint32_t& id) const;
-  bool find_merge(uint32_t left, uint32_t right, uint32_t& rank, uint32_t& result) const;
+  // cache: this thread's pair cache (looked up once per word: thread-local access is a call).
+  bool find_merge(uint32_t left, uint32_t right, uint32_t& rank, uint32_t& result,
+                  PairCacheEntry* cache) const;
 
   BPEOptions options_;
+  uint64_t serial_;  // distinguishes this model's entries in the per-thread pair cache
   StringMap vocab_;
   PairMap merges_;  // (left << 32 | right) -> (rank << 32 | result)
   uint32_t byte_ids_[256];  // <0xNN> tokens (byte_fallback), or the single-byte tokens
