@@ -90,6 +90,10 @@ def _parser() -> argparse.ArgumentParser:
 
     i = sub.add_parser("inspect", help="describe a tokenizer file and print its fingerprint")
     i.add_argument("tokenizer", help="a tokenizer.json file")
+    # Evaluation commands (eval, sweep, golden, check-config) live in their own module.
+    from tokenmill import cli_eval
+
+    cli_eval.add_parsers(sub)
     return p
 
 
@@ -197,7 +201,10 @@ def _inspect(args: argparse.Namespace) -> int:
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = _parser().parse_args(argv)
-    commands = {"train": _train, "encode": _encode, "decode": _decode, "inspect": _inspect}
+    from tokenmill import cli_eval
+
+    commands = {"train": _train, "encode": _encode, "decode": _decode, "inspect": _inspect,
+                **cli_eval.COMMANDS}
     try:
         return commands[args.command](args)
     except TokenmillError as e:
