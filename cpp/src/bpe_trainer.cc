@@ -1,13 +1,13 @@
 #include "tokenmill/bpe_trainer.h"
 
 #include <algorithm>
+#include <cstring>
 #include <limits>
-#include <map>
-#include <set>
 #include <unordered_map>
 #include <utility>
 
 #include "tokenmill/error.h"
+#include "tokenmill/flat_map.h"
 #include "tokenmill/utf8.h"
 
 namespace tokenmill {
@@ -26,31 +26,31 @@ uint32_t right_of(uint64_t key) { return static_cast<uint32_t>(key & 0xFFFFFFFFu
 // Character offsets (not symbol indexes) stay valid while other parts of the word merge.
 uint64_t place(uint32_t word, uint32_t pos) { return (static_cast<uint64_t>(word) << 32) | pos; }
 
-struct Word {
-  std::vector<uint32_t> syms;
-  uint64_t count;
-};
+// A character's bytes packed into one integer (at most 4 bytes), a cheap key for the alphabet.
+uint64_t pack(std::string_view s, std::size_t i, std::size_t len) {
+  uint64_t v = 0;
+  for (std::size_t k = 0; k < len; ++k) v = (v << 8) | static_cast<unsigned char>(s[i + k]);
+  return v | static_cast<uint64_t>(len) << 32;  // the length tells "\0" from "\0\0" apart
+}
 
-struct PairInfo {
-  uint64_t count = 0;
-  uint64_t first = kNever;     // first occurrence (first-seen tie-break only)
-  std::vector<uint32_t> where;  // words it occurs or once occurred in; may repeat
+// Memory: a word is 16 bytes plus 4 per symbol, all symbols in one array; a pair is 8 bytes of
+// map slot (at most half full), 16 of count and first place, and its index of words (4 bytes a
+// word it was ever seen in).
+struct Word {
+  uint64_t count;
+  uint32_t start;  // symbols are syms_[start, start + len)
+  uint32_t len;
 };
 
 struct Entry {
   uint64_t count;
-  uint64_t pair;
   uint64_t first;
-};
-
-struct Occurrence {
-  uint32_t pos;
-  uint64_t pair;
+  uint32_t pair;  // index into the pair arrays
 };
 
 class Trainer {
  public:
-  Trainer(const BPETrainerOptions& options) : opt_(options) {}
+  explicit Trainer(const BPETrainerOptions& options) : opt_(options) {}
 
   BPETrainResult run(const std::vector<std::string>& words, const std::vector<uint64_t>& counts,
                      const std::function<void(std::size_t, std::size_t)>& progress);
@@ -58,21 +58,30 @@ class Trainer {
  private:
   uint32_t add_token(const std::string& token, uint32_t chars);
   void build_words(const std::vector<std::string>& words, const std::vector<uint64_t>& counts);
-  void occurrences(const std::vector<uint32_t>& syms, std::vector<Occurrence>& out) const;
+  uint32_t pair_index(uint64_t key);
+  void add_occurrence(uint32_t pair, uint32_t word, uint64_t count, uint32_t pos);
   void count_pairs();
   bool higher(const Entry& a, const Entry& b) const;
-  void push(uint64_t pair);
+  void push(uint32_t pair);
   bool pop(Entry& top);
-  void apply(uint64_t pair, uint32_t result);
-  void rescan_first(uint64_t pair);
+  void apply(uint32_t pair, uint32_t result);
+  void char_positions(const uint32_t* syms, uint32_t n, std::vector<uint32_t>& out) const;
+  void rescan_first(uint32_t pair);
   bool done() const;
 
   const BPETrainerOptions& opt_;
+  bool first_seen() const { return opt_.tie_break == TieBreak::kFirstSeen; }
+
   std::vector<std::string> vocab_;
   std::vector<uint32_t> chars_;  // characters of the input each token covers
   std::unordered_map<std::string, uint32_t> ids_;
   std::vector<Word> words_;
-  std::unordered_map<uint64_t, PairInfo> pairs_;
+  std::vector<uint32_t> syms_;
+  PairMap pair_of_key_;  // pair key -> index
+  std::vector<uint64_t> pair_key_;
+  std::vector<uint64_t> pair_count_;
+  std::vector<uint64_t> pair_first_;  // first place (first_seen only)
+  std::vector<std::vector<uint32_t>> pair_where_;
   std::vector<Entry> heap_;
   std::vector<uint64_t> stamp_;  // per word: the last round that touched it
   uint64_t round_ = 0;
@@ -93,106 +102,160 @@ uint32_t Trainer::add_token(const std::string& token, uint32_t chars) {
 void Trainer::build_words(const std::vector<std::string>& words,
                           const std::vector<uint64_t>& counts) {
   // The alphabet: every character, weighted by word count; the initial alphabet always stays.
-  std::map<std::string, uint64_t> freq;
+  std::unordered_map<uint64_t, uint64_t> freq;
   for (std::size_t w = 0; w < words.size(); ++w) {
     const std::string& word = words[w];
     for (std::size_t i = 0; i < word.size();) {
       const std::size_t len = utf8_char_len(word, i);
-      freq[word.substr(i, len)] += counts[w];
+      freq[pack(word, i, len)] += counts[w];
       i += len;
     }
   }
-  for (const std::string& c : opt_.initial_alphabet) freq[c] = kNever;
-  std::vector<std::pair<std::string, uint64_t>> kept(freq.begin(), freq.end());
-  if (opt_.limit_alphabet >= 0 && kept.size() > static_cast<std::size_t>(opt_.limit_alphabet)) {
-    std::stable_sort(kept.begin(), kept.end(),
-                     [](const auto& a, const auto& b) { return a.second > b.second; });
-    kept.resize(static_cast<std::size_t>(opt_.limit_alphabet));
-    std::sort(kept.begin(), kept.end());  // back to code point order (UTF-8 byte order)
+  for (const std::string& c : opt_.initial_alphabet) {
+    if (!c.empty() && c.size() <= 4) freq[pack(c, 0, c.size())] = kNever;
   }
-  std::unordered_map<std::string, uint32_t> alphabet;
-  for (const auto& entry : kept) alphabet.emplace(entry.first, add_token(entry.first, 1));
+  auto unpack = [](uint64_t v) {
+    const auto len = static_cast<std::size_t>(v >> 32);
+    std::string s(len, '\0');
+    for (std::size_t k = 0; k < len; ++k) s[len - 1 - k] = static_cast<char>((v >> (8 * k)) & 0xFF);
+    return s;
+  };
+  std::vector<std::pair<std::string, std::pair<uint64_t, uint64_t>>> kept;
+  kept.reserve(freq.size());
+  for (const auto& [packed, count] : freq) kept.push_back({unpack(packed), {count, packed}});
+  std::sort(kept.begin(), kept.end());  // code point order (UTF-8 byte order)
+  if (opt_.limit_alphabet >= 0 && kept.size() > static_cast<std::size_t>(opt_.limit_alphabet)) {
+    std::stable_sort(kept.begin(), kept.end(), [](const auto& a, const auto& b) {
+      return a.second.first > b.second.first;
+    });
+    kept.resize(static_cast<std::size_t>(opt_.limit_alphabet));
+    std::sort(kept.begin(), kept.end());
+  }
+  std::unordered_map<uint64_t, uint32_t> id_of;  // packed character -> token id
+  for (const auto& entry : kept) id_of.emplace(entry.second.second, add_token(entry.first, 1));
   const bool marker = !opt_.end_of_word_marker.empty();
   uint32_t marker_id = 0;
   if (marker) marker_id = add_token(opt_.end_of_word_marker, 0);
   alphabet_size_ = kept.size() + (marker ? 1 : 0);
 
-  // Symbols of each word; prefixed or suffixed variants get ids in sorted order after the
-  // alphabet, so ids do not depend on the order words arrive in.
-  std::vector<std::vector<std::string>> spelled(words.size());
-  std::set<std::string> variants;
-  for (std::size_t w = 0; w < words.size(); ++w) {
-    const std::string& word = words[w];
-    std::vector<std::string> chars;
-    for (std::size_t i = 0; i < word.size();) {
-      const std::size_t len = utf8_char_len(word, i);
-      std::string c = word.substr(i, len);
-      if (alphabet.count(c)) chars.push_back(std::move(c));
-      i += len;
+  // Prefixed or suffixed variants get ids in sorted order after the alphabet, so ids do not
+  // depend on the order words arrive in. Kind: 1 prefixed, 2 suffixed, 3 both.
+  const std::string& prefix = opt_.continuing_subword_prefix;
+  const std::string suffix = marker ? std::string() : opt_.end_of_word_suffix;
+  auto kind_of = [&](std::size_t j, std::size_t n) -> uint64_t {
+    return (j > 0 && !prefix.empty() ? 1u : 0u) | (j + 1 == n && !suffix.empty() ? 2u : 0u);
+  };
+  std::unordered_map<uint64_t, uint32_t> variant_id;  // packed << 2 | kind -> token id
+  std::vector<uint64_t> chars;
+  if (!prefix.empty() || !suffix.empty()) {
+    std::vector<std::pair<std::string, uint64_t>> variants;
+    for (const std::string& word : words) {
+      chars.clear();
+      for (std::size_t i = 0; i < word.size();) {
+        const std::size_t len = utf8_char_len(word, i);
+        const uint64_t p = pack(word, i, len);
+        if (id_of.count(p)) chars.push_back(p);
+        i += len;
+      }
+      for (std::size_t j = 0; j < chars.size(); ++j) {
+        const uint64_t kind = kind_of(j, chars.size());
+        const uint64_t key = chars[j] << 2 | kind;
+        if (kind != 0 && variant_id.emplace(key, 0).second) {
+          variants.push_back({(kind & 1 ? prefix : "") + unpack(chars[j]) +
+                              (kind & 2 ? suffix : ""), key});
+        }
+      }
     }
-    for (std::size_t j = 0; j < chars.size(); ++j) {
-      std::string s;
-      if (j > 0) s += opt_.continuing_subword_prefix;
-      s += chars[j];
-      if (!marker && j + 1 == chars.size()) s += opt_.end_of_word_suffix;
-      if (s.size() != chars[j].size()) variants.insert(s);
-      chars[j] = std::move(s);
-    }
-    spelled[w] = std::move(chars);
+    std::sort(variants.begin(), variants.end());
+    for (const auto& [text, key] : variants) variant_id[key] = add_token(text, 1);
   }
-  for (const std::string& v : variants) add_token(v, 1);
   words_.reserve(words.size());
   for (std::size_t w = 0; w < words.size(); ++w) {
-    if (spelled[w].empty()) continue;
-    Word word{{}, counts[w]};
-    for (const std::string& s : spelled[w]) word.syms.push_back(ids_.at(s));
-    if (marker) word.syms.push_back(marker_id);
-    words_.push_back(std::move(word));
+    const std::string& word = words[w];
+    chars.clear();
+    for (std::size_t i = 0; i < word.size();) {
+      const std::size_t len = utf8_char_len(word, i);
+      const uint64_t p = pack(word, i, len);
+      if (id_of.count(p)) chars.push_back(p);
+      i += len;
+    }
+    if (chars.empty()) continue;
+    if (syms_.size() + chars.size() + 1 >= std::numeric_limits<uint32_t>::max()) {
+      throw Error("too many symbols in the distinct words (over 2^32)");
+    }
+    const auto start = static_cast<uint32_t>(syms_.size());
+    for (std::size_t j = 0; j < chars.size(); ++j) {
+      const uint64_t kind = kind_of(j, chars.size());
+      syms_.push_back(kind == 0 ? id_of.at(chars[j])
+                                : variant_id.at(chars[j] << 2 | kind));
+    }
+    if (marker) syms_.push_back(marker_id);
+    words_.push_back({counts[w], start, static_cast<uint32_t>(syms_.size() - start)});
   }
   if (words_.size() >= std::numeric_limits<uint32_t>::max()) throw Error("too many distinct words");
   stamp_.assign(words_.size(), 0);
 }
 
-void Trainer::occurrences(const std::vector<uint32_t>& syms, std::vector<Occurrence>& out) const {
-  out.clear();
+uint32_t Trainer::pair_index(uint64_t key) {
+  uint64_t index = 0;
+  if (pair_of_key_.find(key, index)) return static_cast<uint32_t>(index);
+  index = pair_key_.size();
+  pair_of_key_.insert(key, index);
+  pair_key_.push_back(key);
+  pair_count_.push_back(0);
+  if (first_seen()) pair_first_.push_back(kNever);
+  pair_where_.emplace_back();
+  return static_cast<uint32_t>(index);
+}
+
+void Trainer::add_occurrence(uint32_t pair, uint32_t word, uint64_t count, uint32_t pos) {
+  pair_count_[pair] += count;
+  std::vector<uint32_t>& where = pair_where_[pair];
+  if (where.empty() || where.back() != word) where.push_back(word);
+  if (first_seen()) pair_first_[pair] = std::min(pair_first_[pair], place(word, pos));
+}
+
+void Trainer::char_positions(const uint32_t* syms, uint32_t n, std::vector<uint32_t>& out) const {
+  out.resize(n);
   uint32_t pos = 0;
-  for (std::size_t i = 0; i + 1 < syms.size(); ++i) {
-    out.push_back({pos, pair_key(syms[i], syms[i + 1])});
-    pos += chars_[syms[i]];
+  for (uint32_t k = 0; k < n; ++k) {
+    out[k] = pos;
+    pos += chars_[syms[k]];
   }
 }
 
 void Trainer::count_pairs() {
-  std::vector<Occurrence> occ;
+  std::vector<uint32_t> pos;
   for (std::size_t w = 0; w < words_.size(); ++w) {
-    occurrences(words_[w].syms, occ);
-    const auto wi = static_cast<uint32_t>(w);
-    for (const Occurrence& o : occ) {
-      PairInfo& info = pairs_[o.pair];
-      info.count += words_[w].count;
-      if (info.where.empty() || info.where.back() != wi) info.where.push_back(wi);
-      info.first = std::min(info.first, place(wi, o.pos));
+    const Word& word = words_[w];
+    const uint32_t* s = syms_.data() + word.start;
+    if (first_seen()) char_positions(s, word.len, pos);
+    for (uint32_t k = 0; k + 1 < word.len; ++k) {
+      add_occurrence(pair_index(pair_key(s[k], s[k + 1])), static_cast<uint32_t>(w), word.count,
+                     first_seen() ? pos[k] : 0);
     }
   }
-  for (const auto& kv : pairs_) heap_.push_back({kv.second.count, kv.first, kv.second.first});
-  auto lower = [this](const Entry& a, const Entry& b) { return higher(b, a); };
-  std::make_heap(heap_.begin(), heap_.end(), lower);
+  heap_.reserve(pair_key_.size());
+  for (uint32_t p = 0; p < pair_key_.size(); ++p) {
+    heap_.push_back({pair_count_[p], first_seen() ? pair_first_[p] : 0, p});
+  }
+  std::make_heap(heap_.begin(), heap_.end(),
+                 [this](const Entry& a, const Entry& b) { return higher(b, a); });
 }
 
 // Whether a should be merged before b.
 bool Trainer::higher(const Entry& a, const Entry& b) const {
   if (a.count != b.count) return a.count > b.count;
-  if (opt_.tie_break == TieBreak::kFirstSeen) return a.first < b.first;
-  const std::string& al = vocab_[left_of(a.pair)];
-  const std::string& bl = vocab_[left_of(b.pair)];
-  const int c = al.compare(bl);
+  if (first_seen()) return a.first < b.first;
+  const uint64_t ka = pair_key_[a.pair];
+  const uint64_t kb = pair_key_[b.pair];
+  const int c = vocab_[left_of(ka)].compare(vocab_[left_of(kb)]);
   if (c != 0) return c < 0;
-  return vocab_[right_of(a.pair)] < vocab_[right_of(b.pair)];
+  return vocab_[right_of(ka)] < vocab_[right_of(kb)];
 }
 
-void Trainer::push(uint64_t pair) {
-  const PairInfo& info = pairs_.at(pair);
-  heap_.push_back({info.count, pair, info.first});
+void Trainer::push(uint32_t pair) {
+  heap_.push_back({pair_count_[pair], first_seen() ? pair_first_[pair] : 0, pair});
   std::push_heap(heap_.begin(), heap_.end(),
                  [this](const Entry& a, const Entry& b) { return higher(b, a); });
 }
@@ -203,113 +266,144 @@ bool Trainer::pop(Entry& top) {
     std::pop_heap(heap_.begin(), heap_.end(), lower);
     const Entry e = heap_.back();
     heap_.pop_back();
-    auto it = pairs_.find(e.pair);
-    if (it == pairs_.end() || it->second.count != e.count || e.count == 0) continue;
-    if (opt_.tie_break == TieBreak::kFirstSeen && it->second.first != e.first) continue;
+    // Entries are never updated in place. A pair whose count rose (or, tie-breaking by first
+    // place, changed at all) was pushed again, so an entry below the current count is stale.
+    // A count that only fell was not pushed (most changes are falls: the neighbours of each
+    // merge), so an entry above the current count is put back with the count it has now.
+    const uint64_t current = pair_count_[e.pair];
+    if (current == 0 || e.count < current) continue;
+    if (first_seen() && pair_first_[e.pair] != e.first) continue;
+    if (e.count > current) {
+      push(e.pair);
+      continue;
+    }
     top = e;
     return true;
   }
   return false;
 }
 
-void Trainer::rescan_first(uint64_t pair) {
-  PairInfo& info = pairs_.at(pair);
-  info.first = kNever;
+void Trainer::rescan_first(uint32_t pair) {
+  const uint64_t key = pair_key_[pair];
+  uint64_t first = kNever;
   std::vector<uint32_t> still;
-  std::vector<Occurrence> occ;
-  for (uint32_t w : info.where) {
-    if (!still.empty() && std::find(still.end() - 1, still.end(), w) != still.end()) continue;
-    occurrences(words_[w].syms, occ);
-    bool found = false;
-    for (const Occurrence& o : occ) {
-      if (o.pair == pair) {
-        found = true;
-        info.first = std::min(info.first, place(w, o.pos));
+  std::vector<uint32_t> pos;
+  for (uint32_t w : pair_where_[pair]) {
+    if (!still.empty() && still.back() == w) continue;
+    const Word& word = words_[w];
+    const uint32_t* s = syms_.data() + word.start;
+    char_positions(s, word.len, pos);
+    for (uint32_t k = 0; k + 1 < word.len; ++k) {
+      if (pair_key(s[k], s[k + 1]) == key) {
+        first = std::min(first, place(w, pos[k]));
+        still.push_back(w);
         break;
       }
     }
-    if (found) still.push_back(w);
   }
   std::sort(still.begin(), still.end());
   still.erase(std::unique(still.begin(), still.end()), still.end());
-  info.where = std::move(still);  // compacted: words that no longer hold the pair are gone
+  pair_where_[pair] = std::move(still);  // compacted: words that lost the pair are gone
+  pair_first_[pair] = first;
 }
 
-void Trainer::apply(uint64_t pair, uint32_t result) {
+// Merges every occurrence of the pair, word by word (only the words in its index). A word's
+// pairs change only next to an occurrence: the pairs around each occurrence are taken away and
+// the pairs around each new symbol are added; the rest of the word is not looked at again.
+void Trainer::apply(uint32_t pair, uint32_t result) {
   ++round_;
-  const uint32_t a = left_of(pair);
-  const uint32_t b = right_of(pair);
-  std::vector<uint32_t> where = std::move(pairs_.at(pair).where);
-  pairs_.erase(pair);
-  std::vector<uint64_t> changed;
-  std::vector<uint64_t> rescan;
-  std::vector<Occurrence> before;
-  std::vector<Occurrence> after;
-  std::vector<uint32_t> merged;
-  const bool first_seen = opt_.tie_break == TieBreak::kFirstSeen;
+  const uint64_t key = pair_key_[pair];
+  const uint32_t a = left_of(key);
+  const uint32_t b = right_of(key);
+  std::vector<uint32_t> where = std::move(pair_where_[pair]);
+  pair_where_[pair] = {};
+  pair_count_[pair] = 0;
+  std::vector<uint32_t> changed;
+  std::vector<uint32_t> rescan;
+  std::vector<uint32_t> old;
+  std::vector<uint32_t> old_pos;
+  std::vector<uint32_t> new_pos;
+  std::vector<uint32_t> occ_old;
+  std::vector<uint32_t> occ_new;
   for (uint32_t w : where) {
     if (stamp_[w] == round_) continue;
     stamp_[w] = round_;
     Word& word = words_[w];
-    const std::vector<uint32_t>& syms = word.syms;
-    merged.clear();
-    bool hit = false;
-    for (std::size_t i = 0; i < syms.size();) {
-      if (i + 1 < syms.size() && syms[i] == a && syms[i + 1] == b) {
-        merged.push_back(result);
-        i += 2;
-        hit = true;
-      } else {
-        merged.push_back(syms[i]);
-        ++i;
+    uint32_t* s = syms_.data() + word.start;
+    const uint32_t n = word.len;
+    occ_old.clear();
+    occ_new.clear();
+    for (uint32_t i = 0; i + 1 < n; ++i) {
+      if (s[i] == a && s[i + 1] == b) {
+        occ_old.push_back(i);
+        ++i;  // non-overlapping, leftmost first: "a a a" -> "aa a"
       }
     }
-    if (!hit) continue;
-    occurrences(syms, before);
-    occurrences(merged, after);
-    // Both lists are sorted by position; an occurrence in both at the same place is unchanged.
-    std::size_t i = 0;
-    std::size_t j = 0;
-    while (i < before.size() || j < after.size()) {
-      const bool take_before =
-          j == after.size() || (i < before.size() && before[i].pos < after[j].pos);
-      const bool take_after =
-          i == before.size() || (j < after.size() && after[j].pos < before[i].pos);
-      if (!take_before && !take_after && before[i].pair == after[j].pair) {
-        ++i;
-        ++j;
-        continue;
+    if (occ_old.empty()) continue;
+    old.assign(s, s + n);
+    if (first_seen()) char_positions(old.data(), n, old_pos);
+    // The word rewritten in place (it only shrinks).
+    uint32_t out = 0;
+    std::size_t next_occ = 0;
+    for (uint32_t i = 0; i < n;) {
+      if (next_occ < occ_old.size() && occ_old[next_occ] == i) {
+        occ_new.push_back(out);
+        s[out++] = result;
+        i += 2;
+        ++next_occ;
+      } else {
+        s[out++] = old[i++];
       }
-      if (!take_after) {  // removed
-        const Occurrence& o = before[i++];
-        if (o.pair != pair) {
-          PairInfo& info = pairs_.at(o.pair);
-          info.count -= word.count;
-          changed.push_back(o.pair);
-          if (first_seen && info.first == place(w, o.pos)) rescan.push_back(o.pair);
+    }
+    word.len = out;
+    if (first_seen()) char_positions(s, out, new_pos);
+    const uint64_t count = word.count;
+    // Taken away: the pairs just left and right of each occurrence (the pair itself is gone
+    // with its index already). Positions are increasing, so a repeat is the previous one.
+    uint32_t last = std::numeric_limits<uint32_t>::max();
+    for (uint32_t i : occ_old) {
+      for (uint32_t k : {i - 1, i + 1}) {
+        if (i == 0 && k == i - 1) continue;
+        if (k + 1 >= n || k == last) continue;
+        last = k;
+        const uint64_t gone = pair_key(old[k], old[k + 1]);
+        if (gone == key) continue;
+        uint64_t index = 0;
+        pair_of_key_.find(gone, index);
+        const auto p = static_cast<uint32_t>(index);
+        pair_count_[p] -= count;
+        if (first_seen()) {
+          changed.push_back(p);  // a first place may move too: the heap needs the new entry
+          if (pair_first_[p] == place(w, old_pos[k])) rescan.push_back(p);
+        } else if (pair_count_[p] == 0) {
+          changed.push_back(p);  // gone: its memory can be freed
         }
       }
-      if (!take_before) {  // added
-        const Occurrence& o = after[j++];
-        PairInfo& info = pairs_[o.pair];
-        info.count += word.count;
-        if (info.where.empty() || info.where.back() != w) info.where.push_back(w);
-        info.first = std::min(info.first, place(w, o.pos));
-        changed.push_back(o.pair);
+    }
+    // Added: the pairs on each side of each new symbol.
+    last = std::numeric_limits<uint32_t>::max();
+    for (uint32_t j : occ_new) {
+      for (uint32_t k : {j - 1, j}) {
+        if (j == 0 && k == j - 1) continue;
+        if (k + 1 >= out || k == last) continue;
+        last = k;
+        const uint32_t p = pair_index(pair_key(s[k], s[k + 1]));
+        add_occurrence(p, w, count, first_seen() ? new_pos[k] : 0);
+        changed.push_back(p);
       }
     }
-    word.syms.swap(merged);
   }
   std::sort(rescan.begin(), rescan.end());
   rescan.erase(std::unique(rescan.begin(), rescan.end()), rescan.end());
-  for (uint64_t p : rescan) {
-    if (pairs_.at(p).count > 0) rescan_first(p);
+  for (uint32_t p : rescan) {
+    if (pair_count_[p] > 0) rescan_first(p);
   }
   std::sort(changed.begin(), changed.end());
   changed.erase(std::unique(changed.begin(), changed.end()), changed.end());
-  for (uint64_t p : changed) {
-    if (pairs_.at(p).count == 0) {
-      pairs_.erase(p);
+  for (uint32_t p : changed) {
+    if (pair_count_[p] == 0) {
+      std::vector<uint32_t>().swap(pair_where_[p]);  // the memory goes back now
+      if (first_seen()) pair_first_[p] = kNever;
     } else {
       push(p);
     }
@@ -341,8 +435,9 @@ BPETrainResult Trainer::run(const std::vector<std::string>& words,
   Entry top{};
   while (!done() && pop(top)) {
     if (top.count < opt_.min_frequency) break;
-    const uint32_t a = left_of(top.pair);
-    const uint32_t b = right_of(top.pair);
+    const uint64_t key = pair_key_[top.pair];
+    const uint32_t a = left_of(key);
+    const uint32_t b = right_of(key);
     std::string token = vocab_[a];
     const std::string& right = vocab_[b];
     const std::string& prefix = opt_.continuing_subword_prefix;
