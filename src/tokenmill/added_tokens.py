@@ -1,20 +1,39 @@
-"""Added tokens (special tokens among them): strings matched whole, before normalization and
-pre-tokenization, and given their own ids."""
+"""Added tokens (special tokens among them): strings matched whole before pre-tokenization and
+given their own ids, with Hugging Face's rules.
+
+Tokens with ``normalized=False`` are found in the original text; the text between them is
+normalized, and tokens with ``normalized=True`` are then found in the normalized text, spelled
+as the normalizer spells them. Within each pass the leftmost match wins, and the longest token
+on a tie; matches never overlap.
+"""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import asdict, dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 import regex
 
 from tokenmill._registry import field
+from tokenmill.normalized import NormalizedString
+from tokenmill.normalizers import WHITE_SPACE
+
+_WORD = regex.compile(r"\w")  # Unicode word characters: what single_word looks at
 
 
 @dataclass(frozen=True)
 class AddedToken:
-    """A string that is always one token. ``lstrip``/``rstrip`` absorb the whitespace beside
-    it; ``single_word`` matches it only when it is not inside a word."""
+    """A string that is always one token.
+
+    ``single_word``: matched only where neither neighbour is a word character (``\\w``).
+    ``lstrip``/``rstrip``: the token also takes the whitespace on its left/right.
+    ``normalized``: matched in the normalized text (spelled as normalized) instead of the
+    original. ``special``: left out by ``decode`` unless asked for.
+
+    >>> AddedToken("<s>", 1).to_dict()["normalized"]
+    False
+    """
 
     content: str
     id: int
@@ -30,50 +49,159 @@ class AddedToken:
 
     @classmethod
     def from_fields(cls, data: dict[str, Any], where: str) -> AddedToken:
+        special = field(data, "special", bool, where, False)
         return cls(
             content=field(data, "content", str, where),
             id=field(data, "id", int, where),
-            special=field(data, "special", bool, where, False),
+            special=special,
             single_word=field(data, "single_word", bool, where, False),
             lstrip=field(data, "lstrip", bool, where, False),
             rstrip=field(data, "rstrip", bool, where, False),
-            normalized=field(data, "normalized", bool, where, False),
+            # Hugging Face's own default: special tokens match the original text.
+            normalized=field(data, "normalized", bool, where, not special),
         )
 
 
+class Segment(NamedTuple):
+    """A stretch of the input: an added token (``id``), or text for the model (``id`` None),
+    normalized and aligned to the input (``normalized``). ``start``/``end`` are its offsets in
+    the input."""
+
+    id: int | None
+    start: int
+    end: int
+    normalized: NormalizedString | None = None
+
+
 class AddedVocabulary:
-    """Finds added tokens in text: the leftmost match, and the longest token on a tie."""
+    """The added tokens of a tokenizer, and where they occur in a text.
+
+    >>> vocab = AddedVocabulary([AddedToken("<s>", 1), AddedToken("ab", 9, normalized=True)])
+    >>> vocab.split("x<s>yab")
+    [(None, 0, 1), (1, 1, 4), (None, 4, 5), (9, 5, 7)]
+    """
 
     def __init__(self, tokens: list[AddedToken]) -> None:
         self.tokens = list(tokens)
         self.by_content = {t.content: t for t in self.tokens}
         self.by_id = {t.id: t for t in self.tokens}
         self.special_ids = frozenset(t.id for t in self.tokens if t.special)
-        alternatives = []
-        for t in sorted(self.tokens, key=lambda t: -len(t.content)):
-            body = regex.escape(t.content)
-            if t.single_word:
-                body = rf"(?<!\w){body}(?!\w)"
-            # The named group tells which token matched; the optional spaces are absorbed.
-            alternatives.append((r"\s*" if t.lstrip else "") + f"(?P<t{t.id}>{body})" +
-                                (r"\s*" if t.rstrip else ""))
-        self._pattern = regex.compile("|".join(alternatives)) if alternatives else None
+        self._original = _Matcher([(t.content, t) for t in self.tokens if not t.normalized])
+        self._normalized_tokens = [t for t in self.tokens if t.normalized]
+        # The normalized-token matcher of each normalizer seen, keyed by identity (the entry
+        # keeps the normalizer alive, so the id cannot be reused while it is cached).
+        self._normalized: dict[int, tuple[Any, _Matcher]] = {}
 
     def __len__(self) -> int:
         return len(self.tokens)
 
+    def segments(self, text: str, normalizer: Any = None) -> list[Segment]:
+        """``text`` cut into added tokens and normalized text, in order.
+
+        The ``normalized=False`` tokens are found in ``text``; each stretch between them is
+        normalized by ``normalizer`` (None: left as it is), and the ``normalized=True`` tokens
+        are then found in that. Text segments are never empty; their ``normalized`` is what
+        the pre-tokenizer gets.
+
+        >>> from tokenmill.normalizers import Lowercase
+        >>> vocab = AddedVocabulary([AddedToken("<S>", 1), AddedToken("AB", 2, normalized=True)])
+        >>> [(s.id, s.start, s.end, s.normalized and s.normalized.text)
+        ...  for s in vocab.segments("<S>xAB", Lowercase())]
+        [(1, 0, 3, None), (None, 3, 4, 'x'), (2, 4, 6, None)]
+        """
+        out: list[Segment] = []
+        for token_id, start, end in self._original.split(text):
+            if token_id is not None:
+                out.append(Segment(token_id, start, end))
+                continue
+            part = NormalizedString(text[start:end], start)
+            if normalizer is not None:
+                part = normalizer.normalize(part)
+            out += self.split_normalized(part, normalizer)
+        return out
+
+    def split_normalized(self, s: NormalizedString, normalizer: Any = None) -> list[Segment]:
+        """Normalized text ``s`` cut at the ``normalized=True`` tokens, spelled as
+        ``normalizer`` spells them."""
+        if not self._normalized_tokens:
+            return [Segment(None, *s.span(0, len(s)), s)] if s.text else []
+        out: list[Segment] = []
+        for token_id, i, j in self._normalized_matcher(normalizer).split(s.text):
+            if token_id is not None:
+                out.append(Segment(token_id, *s.span(i, j)))
+            else:
+                part = s.slice(i, j)
+                out.append(Segment(None, *part.span(0, j - i), part))
+        return out
+
     def split(self, text: str) -> list[tuple[int | None, int, int]]:
-        """``text`` cut into ``(token id or None, start, end)`` segments that cover it."""
+        """``text`` cut into ``(token id or None, start, end)`` segments that cover it, for a
+        tokenizer without a normalizer (``normalized=True`` tokens are then found in the
+        original text too, after the others, as Hugging Face does)."""
+        return [(segment.id, segment.start, segment.end) for segment in self.segments(text)]
+
+    def _normalized_matcher(self, normalizer: Any) -> _Matcher:
+        cached = self._normalized.get(id(normalizer))
+        if cached is None or cached[0] is not normalizer:
+            spell: Callable[[str], str] = (normalizer.normalize_str if normalizer is not None
+                                           else str)
+            cached = (normalizer, _Matcher([(spell(t.content), t)
+                                            for t in self._normalized_tokens]))
+            self._normalized[id(normalizer)] = cached
+        return cached[1]
+
+
+class _Matcher:
+    """Finds one set of added tokens, each by the string it is spelled as, the way Hugging
+    Face does.
+
+    The tokens' matches are found first: leftmost, longest on a tie, never overlapping. Then,
+    in order, each is dropped if ``single_word`` and a neighbour is a word character (what it
+    covered is not searched again), and stretched over whitespace: ``lstrip`` leftwards but
+    not into the previous kept token, ``rstrip`` rightwards. subtle: the right stretch does not
+    stop at the next token, so two tokens' spans can overlap (as in Hugging Face).
+    """
+
+    def __init__(self, spelled: list[tuple[str, AddedToken]]) -> None:
+        # Two tokens spelled alike ("AB" and "ab" behind Lowercase): the later one wins.
+        # (Hugging Face picks one in hash order, which changes from run to run.)
+        self._token = {text: token for text, token in spelled if text}
+        # Longest first, so that at a given start the longest token is tried first.
+        alternatives = sorted(self._token, key=lambda s: (-len(s), s))
+        self._pattern = (regex.compile("|".join(map(regex.escape, alternatives)))
+                         if alternatives else None)
+
+    def split(self, text: str) -> list[tuple[int | None, int, int]]:
+        """``(token id or None, start, end)`` covering ``text``; text parts are never empty."""
         if self._pattern is None:
             return [(None, 0, len(text))] if text else []
         out: list[tuple[int | None, int, int]] = []
-        pos = 0
-        for m in self._pattern.finditer(text):
-            if m.start() > pos:
-                out.append((None, pos, m.start()))
-            name = m.lastgroup
-            out.append((int(name[1:]) if name else None, m.start(), m.end()))
-            pos = m.end()
-        if pos < len(text):
-            out.append((None, pos, len(text)))
+        done = 0  # the end of the last kept token
+        n = len(text)
+        # The last whitespace run rstrip walked, [run_start, run_end): a token matched inside
+        # it stretches to its end without walking it again (linear time, even for a token
+        # that is itself a space, in a long run of them).
+        run_start = run_end = -1
+        for match in self._pattern.finditer(text):
+            token = self._token[match.group()]
+            start, end = match.span()
+            if token.single_word and (start > 0 and _WORD.match(text, start - 1) or
+                                      end < n and _WORD.match(text, end)):
+                continue
+            if token.lstrip:
+                while start > done and text[start - 1] in WHITE_SPACE:
+                    start -= 1
+                start = min(max(start, done), end)
+            if token.rstrip:
+                if not run_start <= end <= run_end:
+                    run_start = run_end = end
+                    while run_end < n and text[run_end] in WHITE_SPACE:
+                        run_end += 1
+                end = run_end
+            if start > done:
+                out.append((None, done, start))
+            out.append((token.id, start, end))
+            done = max(done, end)
+        if done < n:
+            out.append((None, done, n))
         return out

@@ -9,11 +9,21 @@ from __future__ import annotations
 
 import functools
 from dataclasses import KW_ONLY, dataclass
+from dataclasses import field as dataclass_field
 from typing import Any, ClassVar, Self
 
+import regex
+
 from tokenmill._registry import field, register
-from tokenmill.normalizers import build_item
-from tokenmill.pre_tokenizers import ByteLevelFields, unicode_to_bytes
+from tokenmill.errors import FormatError, InputError
+from tokenmill.normalizers import (
+    CompiledPattern,
+    ReplaceFields,
+    build_item,
+    compile_pattern,
+    find_matches,
+)
+from tokenmill.pre_tokenizers import ByteLevelFields, MetaspaceFields, unicode_to_bytes
 
 
 class Decoder:
@@ -106,6 +116,177 @@ class BPEDecoder(Decoder):
     @classmethod
     def from_fields(cls, data: dict[str, Any], where: str) -> Self:
         return cls(suffix=field(data, "suffix", str, where))
+
+
+@register("decoder", "Replace")
+@dataclass(frozen=True)
+class Replace(ReplaceFields, Decoder):
+    """Replace each match of ``pattern`` (a literal string, or a regex if ``regex``) by
+    ``content`` in every token, as the normalizer of the same name does to text.
+
+    >>> Replace("▁", " ").decode_chain(["▁Hello", "▁wor", "ld"])
+    [' Hello', ' wor', 'ld']
+    """
+
+    pattern: str
+    content: str
+    _: KW_ONLY
+    regex: bool = False
+    compiled: CompiledPattern = dataclass_field(init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "compiled", compile_pattern(self.pattern, self.regex))
+
+    def decode_chain(self, tokens: list[str]) -> list[str]:
+        if not self.regex and self.pattern:
+            return [token.replace(self.pattern, self.content) for token in tokens]
+        return [self._replace(token) for token in tokens]
+
+    def _replace(self, token: str) -> str:
+        # The normalizer's matching rules, empty matches included (see find_matches).
+        out: list[str] = []
+        done = 0
+        for i, j in find_matches(self.compiled, token):
+            out += (token[done:i], self.content)
+            done = j
+        out.append(token[done:])
+        return "".join(out)
+
+
+
+# "<0xHH>": one byte. subtle: Hugging Face parses the two characters with Rust's
+# u8::from_str_radix, which also takes a plus sign, so "<0x+4>" is byte 4 there too.
+_BYTE_TOKEN = regex.compile(r"<0x([0-9A-Fa-f]{2}|\+[0-9A-Fa-f])>")
+
+
+@register("decoder", "ByteFallback")
+@dataclass(frozen=True)
+class ByteFallback(Decoder):
+    """Turn byte tokens ``<0xHH>`` (what a BPE model with ``byte_fallback`` emits for
+    characters outside its vocabulary) back into text.
+
+    Each run of consecutive byte tokens becomes one token holding its UTF-8 text; a run that
+    is not valid UTF-8 becomes one U+FFFD per byte token instead, as in Hugging Face. Other
+    tokens pass through.
+
+    >>> ByteFallback().decode_chain(["a", "<0xE6>", "<0x97>", "<0xA5>", "<0x41>", "b"])
+    ['a', '日A', 'b']
+    >>> ByteFallback().decode_chain(["<0xE6>", "<0x97>", "x"])
+    ['�', '�', 'x']
+    """
+
+    def decode_chain(self, tokens: list[str]) -> list[str]:
+        out: list[str] = []
+        run = bytearray()
+        for token in tokens:
+            match = _BYTE_TOKEN.fullmatch(token) if len(token) == 6 else None
+            if match is not None:
+                run.append(int(match[1], 16))
+                continue
+            if run:
+                out += _decode_run(run)
+                run = bytearray()
+            out.append(token)
+        if run:
+            out += _decode_run(run)
+        return out
+
+
+def _decode_run(run: bytearray) -> list[str]:
+    try:
+        return [run.decode("utf-8")]
+    except UnicodeDecodeError:
+        return ["\ufffd"] * len(run)
+
+
+@register("decoder", "Fuse")
+@dataclass(frozen=True)
+class Fuse(Decoder):
+    """Join all tokens into one (so that the decoders after it see the whole text).
+
+    >>> Fuse().decode_chain(["a", " b", "c"])
+    ['a bc']
+    """
+
+    def decode_chain(self, tokens: list[str]) -> list[str]:
+        return ["".join(tokens)]
+
+
+@register("decoder", "Strip")
+@dataclass(frozen=True)
+class Strip(Decoder):
+    """Remove up to ``start`` copies of the character ``content`` from the start of every
+    token and up to ``stop`` from its end.
+
+    Where the two would overlap (``Strip("a", 1, 1)`` on "a") Hugging Face panics; the token
+    becomes empty here.
+
+    >>> Strip(" ", 1, 0).decode_chain(["  a ", " b"])
+    [' a ', 'b']
+    """
+
+    content: str
+    start: int
+    stop: int
+
+    def __post_init__(self) -> None:
+        if len(self.content) != 1:
+            raise InputError(f"Strip content must be one character, got {self.content!r}")
+        if self.start < 0 or self.stop < 0:
+            raise InputError(f"Strip start and stop must be >= 0, got {self.start}, "
+                             f"{self.stop}")
+
+    def decode_chain(self, tokens: list[str]) -> list[str]:
+        return [self._strip(token) for token in tokens]
+
+    def _strip(self, token: str) -> str:
+        c = self.content
+        i = len(token) - len(token.lstrip(c))
+        j = len(token.rstrip(c))
+        i = min(i, self.start)
+        j = max(j, len(token) - self.stop)
+        return token[i:max(i, j)]
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"type": self.type_name, "content": self.content, "start": self.start,
+                "stop": self.stop}
+
+    @classmethod
+    def from_fields(cls, data: dict[str, Any], where: str) -> Self:
+        content = field(data, "content", str, where)
+        if len(content) != 1:
+            raise FormatError(f"{where}.content: expected one character, got {content!r}")
+        start, stop = field(data, "start", int, where), field(data, "stop", int, where)
+        for name, value in (("start", start), ("stop", stop)):
+            if value < 0:
+                raise FormatError(f"{where}.{name}: expected an integer >= 0, got {value}")
+        return cls(content, start, stop)
+
+
+@register("decoder", "Metaspace")
+@dataclass(frozen=True, init=False)
+class Metaspace(MetaspaceFields, Decoder):
+    """Undo the Metaspace pre-tokenizer: ``replacement`` becomes a space again.
+
+    Unless ``prepend_scheme`` is ``"never"``, the first token's replacements are dropped
+    instead (its first one is the prefix the pre-tokenizer added). subtle: Hugging Face drops
+    every replacement of the first token, not only a leading one ("▁a▁b" -> "ab"); so do we.
+    ``split`` only round-trips the file format.
+
+    >>> Metaspace().decode_chain(["▁Hey", "▁", "▁you"])
+    ['Hey', ' ', ' you']
+    """
+
+    replacement: str
+    prepend_scheme: str
+    splits: bool
+
+    def decode_chain(self, tokens: list[str]) -> list[str]:
+        mark = self.replacement
+        out = [token.replace(mark, " ") for token in tokens]
+        if out and self.prepend_scheme != "never":
+            out[0] = tokens[0].replace(mark, "")
+        return out
 
 
 @register("decoder", "Sequence")

@@ -177,9 +177,32 @@ class Strip(Normalizer):
                    right=field(data, "strip_right", bool, where))
 
 
+class ReplaceFields:
+    """The file fields the Replace normalizer and decoder share: ``pattern`` (``{"String": ..}``
+    or ``{"Regex": ..}``) and ``content``."""
+
+    type_name: ClassVar[str]
+    pattern: str
+    content: str
+    regex: bool
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"type": self.type_name, "pattern": pattern_dict(self.pattern, self.regex),
+                "content": self.content}
+
+    @classmethod
+    def from_fields(cls, data: dict[str, Any], where: str) -> Self:
+        pattern, is_regex = read_pattern(data, where)
+        content = field(data, "content", str, where)
+        try:
+            return cls(pattern, content, regex=is_regex)  # type: ignore[call-arg]
+        except InputError as error:
+            raise FormatError(f"{where}.pattern.Regex: {error}") from None
+
+
 @register("normalizer", "Replace")
 @dataclass(frozen=True)
-class Replace(Normalizer):
+class Replace(ReplaceFields, Normalizer):
     """Replace each match of ``pattern`` (a literal string, or a regex if ``regex``) by ``content``.
 
     ``content`` is literal (no group references), as in Hugging Face. Text that did not match
@@ -214,18 +237,39 @@ class Replace(Normalizer):
             done = j
         yield text[done:], done, len(text)
 
+
+
+@register("normalizer", "Prepend")
+@dataclass(frozen=True)
+class Prepend(Normalizer):
+    """Put ``prepend`` before any non-empty text (SentencePiece's dummy prefix, as a normalizer).
+
+    Every added character points at the first character's span, as in Hugging Face: the
+    prefix shows in offsets only when it becomes a token of its own. Empty text stays empty.
+
+    >>> n = Prepend("▁").normalize(NormalizedString("hi", base=4))
+    >>> n.text, n.alignment()
+    ('▁hi', ([4, 4, 5], [5, 5, 6]))
+    """
+
+    prepend: str
+
+    def normalize(self, s: NormalizedString) -> NormalizedString:
+        return prefixed(s, self.prepend) if s.text else s
+
     def to_dict(self) -> dict[str, Any]:
-        return {"type": self.type_name, "pattern": pattern_dict(self.pattern, self.regex),
-                "content": self.content}
+        return {"type": self.type_name, "prepend": self.prepend}
 
     @classmethod
     def from_fields(cls, data: dict[str, Any], where: str) -> Self:
-        pattern, is_regex = read_pattern(data, where)
-        content = field(data, "content", str, where)
-        try:
-            return cls(pattern, content, regex=is_regex)
-        except InputError as error:
-            raise FormatError(f"{where}.pattern.Regex: {error}") from None
+        return cls(field(data, "prepend", str, where))
+
+
+def prefixed(s: NormalizedString, prefix: str) -> NormalizedString:
+    """``prefix + s`` for a non-empty ``s``, the prefix aligned with the first character."""
+    if not prefix:
+        return s
+    return s.transform([(prefix + s.text[0], 0, 1), (s.text[1:], 1, len(s))])
 
 
 @register("normalizer", "Sequence")

@@ -27,6 +27,7 @@ from tokenmill.normalizers import (
     compile_pattern,
     find_matches,
     pattern_dict,
+    prefixed,
     read_pattern,
 )
 
@@ -401,6 +402,93 @@ class ByteLevel(ByteLevelFields, PreTokenizer):
         return [p.translate(table) if p.isascii() else
                 p.encode("utf-8").decode("latin-1").translate(table) for p in pieces]
 
+
+
+PREPEND_SCHEMES = ("always", "first", "never")
+
+
+class MetaspaceFields:
+    """What the Metaspace pre-tokenizer and decoder share: their options and file fields.
+
+    ``split`` is stored as ``splits`` (``split`` is the pre-tokenizers' method).
+    """
+
+    type_name: str
+    replacement: str
+    prepend_scheme: str
+    splits: bool
+
+    def __init__(self, replacement: str = "▁", *, prepend_scheme: str = "always",
+                 split: bool = True) -> None:
+        if len(replacement) != 1:
+            raise InputError(f"replacement must be one character, got {replacement!r}")
+        if prepend_scheme not in PREPEND_SCHEMES:
+            raise InputError(f"unknown prepend_scheme {prepend_scheme!r}; use one of "
+                             f"{', '.join(PREPEND_SCHEMES)}")
+        object.__setattr__(self, "replacement", replacement)
+        object.__setattr__(self, "prepend_scheme", prepend_scheme)
+        object.__setattr__(self, "splits", split)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"type": self.type_name, "replacement": self.replacement,
+                "prepend_scheme": self.prepend_scheme, "split": self.splits}
+
+    @classmethod
+    def from_fields(cls, data: dict[str, Any], where: str) -> Self:
+        replacement = field(data, "replacement", str, where)
+        if len(replacement) != 1:
+            raise FormatError(f"{where}.replacement: expected one character, got "
+                              f"{replacement!r}")
+        # Files from before prepend_scheme existed say add_prefix_space instead.
+        prefix = field(data, "add_prefix_space", bool, where, None)
+        scheme = field(data, "prepend_scheme", str, where,
+                       "always" if prefix in (None, True) else "never")
+        if scheme not in PREPEND_SCHEMES:
+            raise FormatError(f"{where}.prepend_scheme: expected one of "
+                              f"{', '.join(PREPEND_SCHEMES)}, got {scheme!r}")
+        if prefix is False and scheme != "never":
+            raise FormatError(f"{where}.add_prefix_space: false contradicts prepend_scheme "
+                              f"{scheme!r} (drop add_prefix_space, or use \"never\")")
+        return cls(replacement, prepend_scheme=scheme,
+                   split=field(data, "split", bool, where, True))
+
+
+@register("pre_tokenizer", "Metaspace")
+@dataclass(frozen=True, init=False)
+class Metaspace(MetaspaceFields, PreTokenizer):
+    """SentencePiece's spaces: each " " becomes ``replacement`` ("▁"), which starts the words.
+
+    ``prepend_scheme`` puts a ``replacement`` before text that does not start with one:
+    ``"always"``, ``"first"`` (only text that starts the original input, so not the text after
+    an added token) or ``"never"``. The prefix gets the first character's span, as in Hugging
+    Face. With ``split``, the text is cut before each ``replacement``.
+
+    >>> Metaspace().pre_tokenize_str("Hey  you")
+    [('▁Hey', (0, 3)), ('▁', (3, 4)), ('▁you', (4, 8))]
+    >>> Metaspace(prepend_scheme="first", split=False).split(NormalizedString("a b", base=5))
+    [NormalizedString('a▁b', span=(5, 8))]
+    """
+
+    replacement: str
+    prepend_scheme: str
+    splits: bool
+
+    def split(self, s: NormalizedString) -> list[NormalizedString]:
+        mark = self.replacement
+        if " " in s.text:  # one character for one: the alignment is unchanged
+            s = NormalizedString(s.text.replace(" ", mark), s.base, s.starts, s.ends)
+        if s.text and not s.text.startswith(mark) and (
+                self.prepend_scheme == "always" or
+                self.prepend_scheme == "first" and s.span(0, 1)[0] == 0):
+            s = prefixed(s, mark)
+        if not self.splits:
+            return [s] if s.text else []
+        return split_on(s, _literal(mark), "merged_with_next")
+
+
+@functools.cache
+def _literal(text: str) -> CompiledPattern:
+    return compile_pattern(text, False)
 
 
 @register("pre_tokenizer", "Sequence")

@@ -2,11 +2,18 @@
 
 from __future__ import annotations
 
+from dataclasses import KW_ONLY, dataclass
 from typing import Any
 
 from tokenmill._registry import field, register
 from tokenmill.encoding import Encoding
 from tokenmill.errors import FormatError, InputError
+from tokenmill.normalizers import WHITE_SPACE
+from tokenmill.pre_tokenizers import ByteLevelFields
+
+# What trim_offsets trims: the byte-level alphabet's space, and whitespace proper (which only
+# added tokens can hold).
+_SPACES = "Ġ" + WHITE_SPACE
 
 # One template item: ("sequence", "A" | "B", type_id) or ("special", token, type_id).
 Item = tuple[str, str, int]
@@ -69,16 +76,16 @@ class TemplateProcessing:
 
     def process(self, a: Encoding, b: Encoding | None = None,
                 add_special_tokens: bool = True) -> Encoding:
-        if not add_special_tokens:
-            return Encoding.concat([a] if b is None else [a, b])
         parts: list[Encoding] = []
         for kind, name, tid in self.pair if b is not None else self.single:
+            # Without special tokens the inputs still take the template's type ids, as in
+            # Hugging Face.
             if kind == "sequence":
                 seq = a if name == "A" else b
                 assert seq is not None  # the single template never names $B (checked above)
                 parts.append(Encoding(seq.ids, seq.tokens, seq.offsets, [tid] * len(seq),
                                       seq.attention_mask, seq.special_tokens_mask))
-            else:
+            elif add_special_tokens:
                 ids = self.special_tokens[name]
                 tokens = [name] if len(ids) == 1 else [name] * len(ids)
                 parts.append(Encoding(list(ids), tokens, [(0, 0)] * len(ids), [tid] * len(ids),
@@ -129,3 +136,55 @@ class TemplateProcessing:
             return cls(template("single"), template("pair"), specials)
         except InputError as e:
             raise FormatError(f"{where}: {e}") from None
+
+
+@register("post_processor", "ByteLevel")
+@dataclass(frozen=True)
+class ByteLevel(ByteLevelFields):
+    """GPT-2's post-processor: adds no tokens; with ``trim_offsets``, a token's offsets leave
+    out the spaces at its ends (so " world" points at "world").
+
+    As in Hugging Face: a token's leading and trailing spaces (``Ġ`` or whitespace) move its
+    start right and its end left, never past each other; with ``add_prefix_space``, a single
+    leading space of the first token (or of one starting at 0) is kept, since the
+    pre-tokenizer added it. ``use_regex`` only round-trips the file format.
+
+    >>> e = Encoding([10, 11], ["Hi", "Ġyou"], [(0, 2), (2, 6)])
+    >>> ByteLevel(trim_offsets=True).process(e).offsets
+    [(0, 2), (3, 6)]
+    >>> ByteLevel(trim_offsets=False).process(e).offsets
+    [(0, 2), (2, 6)]
+    """
+
+    _: KW_ONLY
+    add_prefix_space: bool = True
+    trim_offsets: bool = True
+    use_regex: bool = True
+
+    def added_tokens(self, is_pair: bool) -> int:
+        return 0
+
+    def process(self, a: Encoding, b: Encoding | None = None,
+                add_special_tokens: bool = True) -> Encoding:
+        if b is None and not self.trim_offsets:
+            return a  # nothing to change (GPT-2's case): the encoding may stay lazy
+        parts = [a] if b is None else [a, b]
+        if self.trim_offsets:
+            parts = [p.replace(offsets=self._trimmed(p)) for p in parts]
+        out = Encoding.concat(parts)
+        if b is not None:
+            out.type_ids = [0] * len(a) + [1] * len(b)
+        return out
+
+    def _trimmed(self, e: Encoding) -> list[tuple[int, int]]:
+        out = []
+        for i, (token, (start, end)) in enumerate(zip(e.tokens, e.offsets)):
+            leading = len(token) - len(token.lstrip(_SPACES))
+            trailing = len(token) - len(token.rstrip(_SPACES))
+            if leading and not (self.add_prefix_space and leading == 1 and
+                                (i == 0 or start == 0)):
+                start = min(start + leading, end)
+            if trailing and end >= trailing:
+                end = max(end - trailing, start)
+            out.append((start, end))
+        return out

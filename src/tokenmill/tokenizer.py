@@ -8,7 +8,7 @@ import os
 from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence, Set
 from itertools import islice
-from typing import Any, Literal
+from typing import Any, Literal, cast
 
 from tokenmill import _core
 from tokenmill._io import atomic_write_text, check_text
@@ -118,6 +118,9 @@ class Tokenizer:
         ns = NormalizedString(text, base)
         if self.normalizer is not None:
             ns = self.normalizer.normalize(ns)
+        return self._pre_tokenize(ns)
+
+    def _pre_tokenize(self, ns: NormalizedString) -> list[NormalizedString]:
         if self.pre_tokenizer is not None:
             return [p for p in self.pre_tokenizer.split(ns) if p.text]
         return [ns] if ns.text else []
@@ -174,9 +177,10 @@ class Tokenizer:
 
     def _encode_text(self, text: str, added: AddedVocabulary | None = None) -> Encoding:
         check_text(text)
-        segments = (self._added if added is None else added).split(text)
-        native = self.native_plan()
-        if native is not None and len(segments) == 1 and segments[0][0] is None:
+        vocab = self._added if added is None else added
+        segments = vocab.segments(text, self.normalizer)
+        native = self.native_plan()  # only ever without a normalizer
+        if native is not None and len(segments) == 1 and segments[0].id is None:
             # The common case: no added token in the text; the core does everything and the
             # Encoding makes tokens and offset pairs only if they are asked for.
             ids, starts, ends = _core.encode_offsets(native[0], native[1], text)
@@ -184,19 +188,20 @@ class Tokenizer:
         ids = []
         starts = []
         ends = []
-        for added_id, start, end in segments:
-            if added_id is not None:
-                ids.append(added_id)
-                starts.append(start)
-                ends.append(end)
-            elif native is not None:
-                seg_ids, seg_starts, seg_ends = _core.encode_offsets(native[0], native[1],
-                                                                     text[start:end])
+        for segment in segments:
+            if segment.id is not None:
+                ids.append(segment.id)
+                starts.append(segment.start)
+                ends.append(segment.end)
+            elif native is not None:  # no normalizer: the segment is text[start:end] as it is
+                seg_ids, seg_starts, seg_ends = _core.encode_offsets(
+                    native[0], native[1], text[segment.start:segment.end])
                 ids += seg_ids
-                starts += [start + s for s in seg_starts]
-                ends += [start + e for e in seg_ends]
+                starts += [segment.start + s for s in seg_starts]
+                ends += [segment.start + e for e in seg_ends]
             else:
-                pieces = self.pieces(text[start:end], start)
+                # text segments always carry their normalized text
+                pieces = self._pre_tokenize(cast(NormalizedString, segment.normalized))
                 if not pieces:
                     continue
                 flat = self.model.encode_pieces([p.text for p in pieces])
@@ -205,10 +210,9 @@ class Tokenizer:
                     lo, hi = pieces[p].span(s, e)
                     starts.append(lo)
                     ends.append(hi)
-        special = self._added.special_ids
-        mask = [1 if i in special else 0 for i in ids] if special else None
-        return Encoding(ids, offsets=(starts, ends), special_tokens_mask=mask,
-                        id_to_token=self.id_to_token)
+        # As in Hugging Face, special_tokens_mask marks only what a post-processor adds: a
+        # special token matched in the text is the user's own token.
+        return Encoding(ids, offsets=(starts, ends), id_to_token=self.id_to_token)
 
     def _post(self, a: Encoding, b: Encoding | None, add_special_tokens: bool,
               truncation: Truncation | None) -> Encoding:

@@ -51,7 +51,7 @@ def from_dict(data: Any, source: str = "tokenizer") -> Tokenizer:
     if not isinstance(data, dict):
         raise FormatError(f"{source}: expected a JSON object at the top level")
     where = source
-    model = build("model", field(data, "model", dict, where), f"{where}: model")
+    model = _model(field(data, "model", dict, where), f"{where}: model")
     added = []
     for i, item in enumerate(field(data, "added_tokens", list, where, [])):
         at = f"{where}: added_tokens[{i}]"
@@ -70,6 +70,38 @@ def from_dict(data: Any, source: str = "tokenizer") -> Tokenizer:
         padding=_padding(data.get("padding"), f"{where}: padding"),
     )
     return tok
+
+
+# Model types of the schema that this version cannot run yet.
+_UNSUPPORTED_MODELS = ("WordPiece", "Unigram", "WordLevel")
+
+
+def _model(data: dict[str, Any], where: str) -> Any:
+    """The model; one without a ``"type"`` (files of older versions) is recognised by its
+    fields, as Hugging Face does."""
+    what = "{} models are"
+    if "type" not in data:
+        data = {**data, "type": _infer_model_type(data, where)}
+        what = "missing; the fields are those of a {} model, which is"
+    if data["type"] in _UNSUPPORTED_MODELS:
+        raise FormatError(f"{where}.type: {what.format(data['type'])} not supported yet (this "
+                          "version runs BPE models only)")
+    return build("model", data, where)
+
+
+def _infer_model_type(data: dict[str, Any], where: str) -> str:
+    vocab = data.get("vocab")
+    if isinstance(vocab, list):
+        return "Unigram"  # a list of [piece, score]
+    if isinstance(vocab, dict):
+        if "merges" in data:
+            return "BPE"
+        if "max_input_chars_per_word" in data:
+            return "WordPiece"
+        if "unk_token" in data:
+            return "WordLevel"
+    raise FormatError(f"{where}.type: missing, and the fields do not tell the model (a BPE "
+                      "model has \"vocab\" and \"merges\"); add \"type\": \"BPE\" if it is one")
 
 
 def _truncation(data: Any, where: str) -> Truncation | None:

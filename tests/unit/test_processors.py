@@ -1,0 +1,153 @@
+"""Post-processors: the ByteLevel processor's trim_offsets, TemplateProcessing's type ids, each
+against `tokenizers` on a small byte-level tokenizer, and the file schema."""
+
+from __future__ import annotations
+
+import doctest
+import json
+from typing import Any
+
+import pytest
+import tokenizers
+from tokenizers import processors as hf
+
+from tokenmill import BPE, AddedToken, Tokenizer, _registry, processors
+from tokenmill.encoding import Encoding
+from tokenmill.errors import FormatError
+from tokenmill.pre_tokenizers import ByteLevel as ByteLevelPieces
+from tokenmill.processors import ByteLevel, TemplateProcessing
+
+
+def encoding(tokens: list[str], offsets: list[tuple[int, int]]) -> Encoding:
+    return Encoding(list(range(len(tokens))), tokens, offsets)
+
+
+# ---- known answers ---------------------------------------------------------------------------
+
+def test_trim_offsets_leaves_out_the_spaces_at_the_ends() -> None:
+    e = encoding(["Hello", "Ġ", "Ġworld", "ĠĠ", "xĠ"], [(0, 5), (5, 6), (6, 12), (12, 14),
+                                                      (14, 16)])
+    assert ByteLevel(add_prefix_space=False).process(e).offsets == [
+        (0, 5), (6, 6), (7, 12), (14, 14), (14, 15)]
+
+
+def test_trim_offsets_keeps_the_added_prefix_of_the_first_token() -> None:
+    e = encoding(["Ġa", "Ġb"], [(0, 1), (1, 3)])
+    assert ByteLevel(add_prefix_space=True).process(e).offsets == [(0, 1), (2, 3)]
+    assert ByteLevel(add_prefix_space=False).process(e).offsets == [(1, 1), (2, 3)]
+    # Two leading spaces were not both added: they are trimmed.
+    e = encoding(["ĠĠa"], [(0, 3)])
+    assert ByteLevel(add_prefix_space=True).process(e).offsets == [(2, 3)]
+
+
+def test_trim_offsets_counts_whitespace_of_added_tokens() -> None:
+    e = encoding(["a", " xyz ", "\u3000q"], [(0, 1), (1, 6), (6, 8)])
+    assert ByteLevel(add_prefix_space=False).process(e).offsets == [(0, 1), (2, 5), (7, 8)]
+
+
+def test_without_trim_offsets_nothing_changes_but_pair_type_ids() -> None:
+    a = encoding(["Ġa"], [(0, 2)])
+    b = encoding(["Ġb", "c"], [(0, 2), (2, 3)])
+    out = ByteLevel(trim_offsets=False).process(a, b)
+    assert (out.ids, out.offsets, out.type_ids) == ([0, 0, 1], [(0, 2), (0, 2), (2, 3)],
+                                                    [0, 1, 1])
+    assert ByteLevel().added_tokens(True) == 0
+
+
+def test_template_keeps_type_ids_without_special_tokens() -> None:
+    p = TemplateProcessing(single="<s> $A", pair="<s> $A <s>:1 $B:1",
+                           special_tokens=[("<s>", 1)])
+    a, b = encoding(["x"], [(0, 1)]), encoding(["y", "z"], [(0, 1), (1, 2)])
+    with_specials = p.process(a, b)
+    assert (with_specials.ids, with_specials.type_ids) == ([1, 0, 1, 0, 1], [0, 0, 1, 1, 1])
+    assert with_specials.special_tokens_mask == [1, 0, 1, 0, 0]
+    plain = p.process(a, b, add_special_tokens=False)
+    assert (plain.ids, plain.type_ids) == ([0, 0, 1], [0, 1, 1])
+
+
+def test_docstring_examples_run() -> None:
+    assert doctest.testmod(processors).failed == 0
+
+
+# ---- the same offsets as `tokenizers` --------------------------------------------------------
+
+def byte_level_tokenizer(prefix_in_pre_tokenizer: bool, processor: Any) -> Tokenizer:
+    alphabet = ByteLevelPieces.alphabet()
+    vocab = {c: i for i, c in enumerate(alphabet)}
+    merges = [("Ġ", "a"), ("Ġ", "Ġ"), ("ĠĠ", "Ġ"), ("Ġ", "w"), ("Ġw", "o"), ("Ġ", "æ")]
+    for left, right in merges:
+        vocab[left + right] = len(vocab)
+    added = [AddedToken(" xyz ", len(vocab), special=False),
+             AddedToken("\u3000q", len(vocab) + 1, special=False)]
+    return Tokenizer(BPE(vocab, merges),
+                     pre_tokenizer=ByteLevelPieces(add_prefix_space=prefix_in_pre_tokenizer),
+                     post_processor=processor, added_tokens=added)
+
+
+TEXTS = ["Hello  world ", " a", "  a", "a  \n", " \u3000b", "日本 語", "a xyz b", "\u3000q",
+         "   wo  ", ""]
+
+
+@pytest.mark.parametrize("prefix_in_pre_tokenizer", [False, True])
+@pytest.mark.parametrize("prefix", [False, True])
+@pytest.mark.parametrize("trim", [False, True])
+def test_same_offsets_as_tokenizers(prefix_in_pre_tokenizer: bool, prefix: bool,
+                                    trim: bool) -> None:
+    ours = byte_level_tokenizer(prefix_in_pre_tokenizer,
+                                ByteLevel(add_prefix_space=prefix, trim_offsets=trim))
+    theirs = tokenizers.Tokenizer.from_str(ours.to_str())
+    for text in TEXTS:
+        for pair in (None, "  wo a"):
+            got, expected = ours.encode(text, pair), theirs.encode(text, pair)
+            assert (got.ids, got.offsets, got.type_ids) == \
+                (expected.ids, expected.offsets, expected.type_ids), (text, pair)
+
+
+def test_template_same_as_tokenizers_with_and_without_special_tokens() -> None:
+    template = TemplateProcessing(single="<s> $A", pair="<s> $A <s>:1 $B:1",
+                                  special_tokens=[("<s>", 0)])
+    ours = byte_level_tokenizer(False, template)
+    theirs = tokenizers.Tokenizer.from_str(ours.to_str())
+    for add in (True, False):
+        got, expected = ours.encode("a b", " wo", add_special_tokens=add), \
+            theirs.encode("a b", " wo", add_special_tokens=add)
+        assert (got.ids, got.offsets, got.type_ids, got.special_tokens_mask) == \
+            (expected.ids, expected.offsets, expected.type_ids, expected.special_tokens_mask)
+
+
+# ---- the file schema -------------------------------------------------------------------------
+
+SCHEMA = [
+    (ByteLevel(), hf.ByteLevel()),
+    (ByteLevel(add_prefix_space=False, trim_offsets=False),
+     hf.ByteLevel(add_prefix_space=False, trim_offsets=False)),
+    (ByteLevel(add_prefix_space=True, trim_offsets=False, use_regex=False),
+     hf.ByteLevel(add_prefix_space=True, trim_offsets=False, use_regex=False)),
+]
+
+
+@pytest.mark.parametrize(("ours", "theirs"), SCHEMA, ids=repr)
+def test_to_dict_is_what_tokenizers_writes(ours: ByteLevel, theirs: Any) -> None:
+    assert ours.to_dict() == json.loads(theirs.__getstate__())
+    assert _registry.build("post_processor", ours.to_dict(), "x") == ours
+
+
+def test_old_files_lack_use_regex() -> None:
+    old = {"type": "ByteLevel", "add_prefix_space": True, "trim_offsets": False}
+    assert _registry.build("post_processor", old, "x") == ByteLevel(trim_offsets=False)
+
+
+@pytest.mark.parametrize(
+    ("data", "path"),
+    [
+        ({"type": "ByteLevel", "trim_offsets": False}, "x.add_prefix_space"),
+        ({"type": "ByteLevel", "add_prefix_space": True}, "x.trim_offsets"),
+        ({"type": "ByteLevel", "add_prefix_space": True, "trim_offsets": 0}, "x.trim_offsets"),
+        ({"type": "ByteLevel", "add_prefix_space": True, "trim_offsets": True,
+          "use_regex": "yes"}, "x.use_regex"),
+    ],
+)
+def test_malformed_dicts_name_the_field(data: object, path: str) -> None:
+    with pytest.raises(FormatError) as caught:
+        _registry.build("post_processor", data, "x")
+    assert str(caught.value).startswith(path + ":")
