@@ -99,3 +99,17 @@ def test_encoding_concat_and_pad_keep_masks():
     padded = a.padded(3, pad_id=0, pad_token="<pad>")
     assert padded.special_tokens_mask == [0, 1, 1]
     assert padded.offsets == [(0, 1), (0, 0), (0, 0)]
+
+
+def test_marker_model_cannot_be_exported_to_hf(tmp_path):
+    from tokenmill import BPETrainer
+
+    tok = Tokenizer(BPE({}, []))
+    tok.train_from_counts({"low": 2, "lower": 1},
+                          BPETrainer(num_merges=3, end_of_word_marker="</w>"))
+    with pytest.raises(InputError, match="separate symbol after every word"):
+        tok.save(tmp_path / "hf.json", hf_compatible=True)
+    assert not (tmp_path / "hf.json").exists()
+    tok.save(tmp_path / "ours.json")  # our schema keeps it, under its own model type
+    assert Tokenizer.from_file(tmp_path / "ours.json").model.merges == tok.model.merges
+    assert '"type": "tokenmill.BPE"' in (tmp_path / "ours.json").read_text("utf-8")
