@@ -197,8 +197,9 @@ WORKERS = {"train": worker_train, "encode": worker_encode}
 
 def run_worker(spec: dict[str, Any], threads: int) -> dict[str, Any]:
     """Run one measurement in a fresh interpreter. tokenizers parallelizes with rayon:
-    one thread means its serial code path (TOKENIZERS_PARALLELISM=false)."""
-    env = dict(os.environ, RAYON_NUM_THREADS=str(threads),
+    one thread means its serial code path (TOKENIZERS_PARALLELISM=false); tokenmill's native
+    counting and batch encoding take TOKENMILL_NUM_THREADS."""
+    env = dict(os.environ, RAYON_NUM_THREADS=str(threads), TOKENMILL_NUM_THREADS=str(threads),
                TOKENIZERS_PARALLELISM="true" if threads > 1 else "false")
     proc = subprocess.run([sys.executable, __file__, "--worker", json.dumps(spec)],
                           env=env, capture_output=True, text=True, check=False)
@@ -424,8 +425,9 @@ def benchmark(args: argparse.Namespace, work: Path) -> int:
         (f"python {info['python']}, tokenmill {info['tokenmill']} ({info['tokenmill_commit']}), "
          f"tokenizers {info['tokenizers']}"),
         *train_desc, *held_desc,
-        ("training: 1 and 2 threads (tokenizers: RAYON_NUM_THREADS; tokenmill is single-threaded "
-         "for now and ignores it); wall and CPU time of the train_from_iterator call only"),
+        ("training: 1 and 2 threads (tokenizers: RAYON_NUM_THREADS; tokenmill: "
+         "TOKENMILL_NUM_THREADS, used by its pre-token counting; the merge loop is one thread); "
+         "wall and CPU time of the train_from_iterator call only"),
         ("encoding: encode_batch of all held-out lines, 1 thread; cold = first pass in a fresh "
          "process, warm = second pass"),
     ]
