@@ -373,9 +373,13 @@ class Tokenizer:
                 counts[text] += 1
         return counts
 
-    def train_from_iterator(self, texts: Iterable[str], trainer: BPETrainer) -> TrainResult:
-        """Learn the model from texts (pre-tokenized with this tokenizer's own pipeline)."""
-        return self.train_from_counts(self.count_words(texts), trainer)
+    def train_from_iterator(self, texts: Iterable[str] | Iterable[list[str]],
+                            trainer: BPETrainer) -> TrainResult:
+        """Learn the model from texts, or batches (lists) of texts, pre-tokenized with this
+        tokenizer's own pipeline; the texts are streamed, never held together."""
+        from tokenmill.corpus import documents_from
+
+        return self.train_from_counts(self.count_words(documents_from(texts)), trainer)
 
     def train_from_counts(self, counts: Mapping[str, int], trainer: BPETrainer) -> TrainResult:
         """Learn the model from pre-token counts; special tokens become added tokens."""

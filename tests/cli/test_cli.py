@@ -119,3 +119,51 @@ def test_console_script_in_a_subprocess(tmp_path):
                          capture_output=True, text=True)
     assert run.returncode == 2
     assert run.stderr.strip() == f"tokenmill: error: {tmp_path / 'x'}: no such file"
+
+
+def test_count_then_train_from_counts_equals_training_directly(tmp_path, capsys):
+    corpus = tmp_path / "corpus.jsonl.gz"
+    import gzip
+
+    docs = [json.dumps({"text": f"line {i}: the quick brown fox, {i * 7}"}) for i in range(300)]
+    with gzip.open(corpus, "wt", encoding="utf-8") as f:
+        f.write("\n".join(docs) + "\n")
+    direct, via, counts = tmp_path / "direct.json", tmp_path / "via.json", tmp_path / "c.tmc"
+    assert main(["train", str(corpus), "--byte-level", "--vocab-size", "300", "--quiet",
+                 "-o", str(direct)]) == 0
+    assert main(["count", str(corpus), "--byte-level", "--quiet", "-o", str(counts)]) == 0
+    assert main(["train", "--from-counts", str(counts), "--vocab-size", "300", "--quiet",
+                 "-o", str(via)]) == 0
+    assert Tokenizer.from_file(direct).fingerprint() == Tokenizer.from_file(via).fingerprint()
+    err = bad(["train", "--from-counts", str(counts), "--char-level", "-o",
+               str(tmp_path / "x.json")], capsys)
+    assert "counted with another pre-tokenizer" in err
+    counts.write_bytes(counts.read_bytes()[:-5])
+    assert "truncated" in bad(["train", "--from-counts", str(counts), "-o",
+                               str(tmp_path / "x.json")], capsys)
+
+
+def test_max_distinct_reports_what_it_dropped(tmp_path, capsys):
+    corpus = tmp_path / "c.txt"
+    corpus.write_text("a a a b b c\n", encoding="utf-8")
+    out = tmp_path / "tok.json"
+    assert main(["train", str(corpus), "--max-distinct", "2", "--num-merges", "0",
+                 "-o", str(out)]) == 0
+    assert "dropped 1 distinct pre-tokens (1 occurrences)" in capsys.readouterr().err
+
+
+def test_train_on_a_dask_cluster_equals_local(tmp_path):
+    from distributed import LocalCluster
+
+    for i in range(3):
+        (tmp_path / f"shard{i}.txt").write_text(
+            "\n".join(f"shard {i} line {j} words words" for j in range(50)), encoding="utf-8")
+    local, remote = tmp_path / "local.json", tmp_path / "remote.json"
+    assert main(["train", str(tmp_path / "shard*.txt"), "--byte-level", "--vocab-size", "280",
+                 "--quiet", "-o", str(local)]) == 0
+    with LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
+                      dashboard_address=None) as cluster:
+        assert main(["train", str(tmp_path / "shard*.txt"), "--byte-level", "--vocab-size",
+                     "280", "--engine", "dask", "--scheduler", cluster.scheduler_address,
+                     "--quiet", "-o", str(remote)]) == 0
+    assert Tokenizer.from_file(local).fingerprint() == Tokenizer.from_file(remote).fingerprint()

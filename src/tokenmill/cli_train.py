@@ -1,0 +1,254 @@
+"""``tokenmill train`` and ``tokenmill count``: read a corpus, count its pre-tokens (here or on a
+Dask cluster), learn merges, write the tokenizer or the counts. Registered by cli.py.
+
+Flags are the option names of the trainer dataclass, and their defaults and help come from it.
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import os
+import resource
+import sys
+import time
+from collections import Counter
+from collections.abc import Callable, Iterator
+from importlib import resources
+from typing import Any
+
+from tokenmill import decoders, pre_tokenizers
+from tokenmill._io import read_lines
+from tokenmill.corpus import ReadStats, expand_inputs, iter_documents
+from tokenmill.errors import InputError
+from tokenmill.formats import counts as count_files
+from tokenmill.models.bpe import BPE
+from tokenmill.tokenizer import Tokenizer
+from tokenmill.trainers.bpe import BPETrainer
+
+# Flags that are not a plain "--name VALUE" of the trainer, or that the CLI sets itself.
+_SPECIAL_FLAGS = {"special_tokens", "initial_alphabet", "show_progress", "vocab_size",
+                  "num_merges", "end_of_word_marker", "end_of_word_suffix", "tie_break"}
+
+
+def _trainer_flags(p: argparse.ArgumentParser) -> None:
+    fields = {f.name: f for f in dataclasses.fields(BPETrainer)}
+
+    def help_of(name: str) -> str:
+        f = fields[name]
+        default = "" if f.default in (None, ()) else f" (default: {f.default})"
+        return f.metadata["help"] + default
+
+    size = p.add_mutually_exclusive_group()
+    size.add_argument("--vocab-size", type=int, default=fields["vocab_size"].default,
+                      help=help_of("vocab_size"))
+    size.add_argument("--num-merges", type=int, help=help_of("num_merges"))
+    eow = p.add_mutually_exclusive_group()
+    eow.add_argument("--end-of-word-marker", metavar="M", help=help_of("end_of_word_marker"))
+    eow.add_argument("--end-of-word-suffix", metavar="S", help=help_of("end_of_word_suffix"))
+    p.add_argument("--special-tokens", nargs="+", default=[], metavar="TOKEN",
+                   help=help_of("special_tokens"))
+    p.add_argument("--initial-alphabet", default="", metavar="CHARS",
+                   help=help_of("initial_alphabet") + "; given as one string of characters")
+    p.add_argument("--tie-break", choices=["lexicographic", "first_seen"],
+                   default=fields["tie_break"].default, help=help_of("tie_break"))
+    for name, f in fields.items():
+        if name in _SPECIAL_FLAGS:
+            continue
+        kind = int if "int" in str(f.type) else str
+        p.add_argument("--" + name.replace("_", "-"), type=kind, default=f.default,
+                       help=help_of(name))
+
+
+def _input_flags(p: argparse.ArgumentParser, *, sample: bool) -> None:
+    p.add_argument("files", nargs="*", help="inputs: .txt (a document per line), .jsonl, "
+                   ".parquet, each optionally .gz or .zst; directories, globs, '-' for stdin"
+                   + ("; none: the bundled sample corpus" if sample else ""))
+    level = p.add_mutually_exclusive_group()
+    level.add_argument("--byte-level", action="store_true",
+                       help="byte-level BPE with the GPT-2 pre-tokenizer (decodes any text)")
+    level.add_argument("--char-level", action="store_true",
+                       help="character-level BPE, words split on whitespace and punctuation "
+                            "(the default)")
+    p.add_argument("--text-field", default="text", help="the field of a .jsonl line to read")
+    p.add_argument("--column", default="text", help="the column of a .parquet file to read")
+    p.add_argument("--whole-file", action="store_true",
+                   help="a .txt file is one document (default: one document per line)")
+    p.add_argument("--errors", choices=["strict", "replace"], default="strict",
+                   help="on bytes that are not UTF-8: stop with an error, or use U+FFFD")
+    p.add_argument("--max-distinct", type=int, metavar="N",
+                   help="keep the N most frequent pre-tokens (the rarest are dropped after "
+                        "counting; how many is reported)")
+    p.add_argument("--engine", choices=["local", "dask"], default="local",
+                   help="count here on native threads, or on a Dask cluster")
+    p.add_argument("--scheduler", metavar="ADDRESS",
+                   help="the Dask scheduler, e.g. tcp://host:8786 (with --engine dask)")
+    p.add_argument("--timeout", type=float, default=30.0,
+                   help="seconds to wait for the Dask scheduler and its workers")
+    p.add_argument("--quiet", action="store_true", help="no progress bar and no summary")
+
+
+def add_parsers(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
+    t = sub.add_parser("train", help="learn a BPE tokenizer from a corpus or from count files")
+    _input_flags(t, sample=True)
+    t.add_argument("--from-counts", nargs="+", metavar="COUNTS",
+                   help="train from count files (tokenmill count) instead of a corpus; several "
+                        "are merged")
+    t.add_argument("-o", "--output", required=True, help="where to write tokenizer.json")
+    _trainer_flags(t)
+    t.add_argument("--trace", action="store_true", help="print every merge as it was learnt")
+    c = sub.add_parser("count", help="count a corpus's pre-tokens into a count file")
+    _input_flags(c, sample=False)
+    c.add_argument("-o", "--output", required=True, help="where to write the count file")
+
+
+def _pipeline(args: argparse.Namespace) -> Tokenizer:
+    """An empty tokenizer with the pipeline the flags ask for."""
+    tok = Tokenizer(BPE({}, []))
+    if args.byte_level:
+        tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False, use_regex=True)
+        tok.decoder = decoders.ByteLevel()
+    else:
+        tok.pre_tokenizer = pre_tokenizers.Whitespace()
+    return tok
+
+
+class _Phases:
+    """Wall time per phase, and the process's peak memory, for the closing summary."""
+
+    def __init__(self) -> None:
+        self.times: list[tuple[str, float]] = []
+        self._t = time.perf_counter()
+
+    def done(self, name: str) -> None:
+        now = time.perf_counter()
+        self.times.append((name, now - self._t))
+        self._t = now
+
+    def line(self) -> str:
+        peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024  # KiB on Linux
+        parts = ", ".join(f"{name} {seconds:.2f}s" for name, seconds in self.times)
+        return f"{parts}; peak memory {peak:.0f} MiB"
+
+
+def _bar(args: argparse.Namespace, files: list[str]) -> Any:
+    if args.quiet or not sys.stderr.isatty():
+        return None
+    from tqdm import tqdm
+
+    total = sum(os.path.getsize(f) for f in files if f != "-")
+    return tqdm(total=total or None, unit="B", unit_scale=True, desc="counting", leave=False)
+
+
+def _sample() -> Iterator[str]:
+    sample = resources.files("tokenmill") / "data" / "sample.txt"
+    with resources.as_file(sample) as path:
+        yield from read_lines(path)
+
+
+def _count(args: argparse.Namespace, tok: Tokenizer, stats: ReadStats) -> Counter[str]:
+    """Pre-token counts of the inputs (or of the bundled sample)."""
+    if not args.files:
+        return tok.count_words(_sample())
+    options = {"text_field": args.text_field, "column": args.column,
+               "whole_file": args.whole_file, "errors": args.errors}
+    files = expand_inputs(args.files)
+    bar = _bar(args, files)
+    progress: Callable[[int], Any] | None = bar.update if bar else None
+    try:
+        if args.engine == "dask":
+            from tokenmill.distributed import count_on_dask
+
+            if args.scheduler is None:
+                raise InputError("--engine dask needs --scheduler ADDRESS (tcp://host:port)")
+            return count_on_dask(args.files, tok, scheduler=args.scheduler,
+                                 timeout=args.timeout, progress=progress, stats=stats, **options)
+        return tok.count_words(iter_documents(args.files, progress=progress, stats=stats,
+                                              **options))
+    finally:
+        if bar:
+            bar.close()
+
+
+def _limit(args: argparse.Namespace, counts: Counter[str]) -> tuple[Counter[str], int, int]:
+    if args.max_distinct is None:
+        return counts, 0, 0
+    if args.max_distinct < 1:
+        raise InputError(f"--max-distinct must be >= 1, got {args.max_distinct}")
+    return count_files.limit_distinct(counts, args.max_distinct)
+
+
+def _report(args: argparse.Namespace, text: str) -> None:
+    if not args.quiet:
+        print(text, file=sys.stderr)
+
+
+def _count_command(args: argparse.Namespace) -> int:
+    if not args.files:
+        raise InputError("count needs inputs: files, directories, globs or '-' for stdin")
+    phases = _Phases()
+    tok = _pipeline(args)
+    stats = ReadStats()
+    counts, dropped_distinct, dropped_total = _limit(args, _count(args, tok, stats))
+    phases.done("counting")
+    count_files.save_counts(args.output, counts, tok, dropped=(dropped_distinct, dropped_total),
+                            meta={"inputs": list(args.files), "documents": stats.documents,
+                                  "bytes": stats.bytes_read, "replaced": stats.replaced})
+    phases.done("writing")
+    _report(args, f"counted {len(counts)} distinct pre-tokens, {sum(counts.values())} in all "
+                  f"({stats.summary()}); dropped {dropped_distinct} distinct / {dropped_total} "
+                  f"occurrences; wrote {args.output}\n{phases.line()}")
+    return 0
+
+
+def _train_command(args: argparse.Namespace) -> int:
+    phases = _Phases()
+    stats = ReadStats()
+    if args.from_counts:
+        if args.files:
+            raise InputError("give inputs or --from-counts, not both")
+        counts, pipeline, _ = count_files.merge_count_files(args.from_counts)
+        tok = count_files.pipeline_tokenizer(pipeline)
+        if (args.byte_level or args.char_level) and \
+                count_files.pipeline_of(_pipeline(args)) != pipeline:
+            raise InputError(f"{args.from_counts[0]}: counted with another pre-tokenizer than "
+                             f"{'--byte-level' if args.byte_level else '--char-level'} asks for")
+        if isinstance(tok.pre_tokenizer, pre_tokenizers.ByteLevel):
+            tok.decoder = decoders.ByteLevel()
+    else:
+        tok = _pipeline(args)
+        counts = _count(args, tok, stats)
+    counts, dropped_distinct, dropped_total = _limit(args, counts)
+    phases.done("counting")
+    byte_level = isinstance(tok.pre_tokenizer, pre_tokenizers.ByteLevel)
+    options: dict[str, Any] = {
+        name: getattr(args, name) for name in
+        ("vocab_size", "num_merges", "min_frequency", "unk_token", "limit_alphabet",
+         "end_of_word_marker", "end_of_word_suffix", "continuing_subword_prefix",
+         "max_token_length", "tie_break")}
+    alphabet = list(dict.fromkeys(args.initial_alphabet))
+    if byte_level:
+        alphabet += [c for c in pre_tokenizers.ByteLevel.alphabet() if c not in alphabet]
+    end = args.end_of_word_suffix or args.end_of_word_marker
+    if end and not byte_level:
+        tok.decoder = decoders.BPEDecoder(suffix=end)
+    trainer = BPETrainer(initial_alphabet=tuple(alphabet), special_tokens=tuple(
+        args.special_tokens), show_progress=not args.quiet and sys.stderr.isatty(), **options)
+    result = tok.train_from_counts(counts, trainer)
+    phases.done("merging")
+    tok.save(args.output)
+    phases.done("writing")
+    if args.trace:
+        print("\n".join(result.trace_lines()))
+    read = f"; {stats.summary()}" if stats.files else ""
+    dropped = f"; --max-distinct dropped {dropped_distinct} distinct pre-tokens " \
+              f"({dropped_total} occurrences)" if args.max_distinct else ""
+    _report(args, f"trained BPE: vocab {tok.get_vocab_size()}, {len(result.steps)} merges, "
+                  f"alphabet {result.alphabet_size}, {len(counts)} distinct pre-tokens{read}"
+                  f"{dropped}; wrote {args.output} (fingerprint {tok.fingerprint()[:16]})\n"
+                  f"{phases.line()}")
+    return 0
+
+
+COMMANDS: dict[str, Callable[[argparse.Namespace], int]] = {
+    "train": _train_command, "count": _count_command}
