@@ -7,6 +7,7 @@
 #include <nanobind/stl/vector.h>
 
 #include <cstdint>
+#include <cstring>
 #include <string>
 #include <tuple>
 #include <vector>
@@ -99,6 +100,55 @@ std::vector<std::vector<uint32_t>> encode_ids_batch(const BPEModel& model, int p
     for (auto& e : results) out.push_back(std::move(e.ids));
   }
   return out;
+}
+
+// All the texts' ids in one buffer of uint16 (when every id fits) or uint32, plus where each
+// text's ids start (n + 1 offsets): numpy reads it without a Python object per token.
+nb::tuple encode_ids_flat(const BPEModel& model, int pattern, const std::vector<std::string>& texts,
+                          std::size_t threads, bool narrow) {
+  const tokenmill::SplitPattern p = split_pattern(pattern);
+  std::string buffer;
+  std::vector<uint64_t> starts;
+  {
+    nb::gil_scoped_release release;
+    std::vector<tokenmill::Encoded> results = tokenmill::encode_texts(model, p, texts, false,
+                                                                      threads);
+    std::size_t total = 0;
+    for (const auto& e : results) total += e.ids.size();
+    const std::size_t width = narrow ? 2 : 4;
+    buffer.resize(total * width);
+    starts.reserve(results.size() + 1);
+    std::size_t at = 0;
+    starts.push_back(0);
+    for (const auto& e : results) {
+      for (uint32_t id : e.ids) {
+        if (narrow) {
+          if (id > 0xFFFF) throw tokenmill::Error("an id does not fit in uint16");
+          const auto v = static_cast<uint16_t>(id);
+          std::memcpy(&buffer[at], &v, 2);
+        } else {
+          std::memcpy(&buffer[at], &id, 4);
+        }
+        at += width;
+      }
+      starts.push_back(at / width);
+    }
+  }
+  return nb::make_tuple(nb::bytes(buffer.data(), buffer.size()), starts);
+}
+
+// How many tokens each text has, without keeping the ids.
+std::vector<uint64_t> count_tokens(const BPEModel& model, int pattern,
+                                   const std::vector<std::string>& texts, std::size_t threads) {
+  const tokenmill::SplitPattern p = split_pattern(pattern);
+  std::vector<uint64_t> counts;
+  {
+    nb::gil_scoped_release release;
+    for (const auto& e : tokenmill::encode_texts(model, p, texts, false, threads)) {
+      counts.push_back(e.ids.size());
+    }
+  }
+  return counts;
 }
 
 std::vector<uint32_t> encode_ids(const BPEModel& model, int pattern, const std::string& text) {
@@ -268,6 +318,9 @@ NB_MODULE(_core, m) {
   m.def("encode_ids", &encode_ids, "model"_a, "pattern"_a, "text"_a);
   m.def("encode_offsets", &encode_offsets, "model"_a, "pattern"_a, "text"_a);
   m.def("encode_ids_batch", &encode_ids_batch, "model"_a, "pattern"_a, "texts"_a, "threads"_a);
+  m.def("encode_ids_flat", &encode_ids_flat, "model"_a, "pattern"_a, "texts"_a, "threads"_a,
+        "narrow"_a);
+  m.def("count_tokens", &count_tokens, "model"_a, "pattern"_a, "texts"_a, "threads"_a);
 
   nb::class_<tokenmill::PieceCounter>(m, "PieceCounter")
       .def(

@@ -8,7 +8,7 @@ import os
 from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence, Set
 from itertools import islice
-from typing import Any, Literal, cast
+from typing import TYPE_CHECKING, Any, Literal, cast
 
 from tokenmill import _core
 from tokenmill._io import atomic_write_text, check_text
@@ -20,6 +20,9 @@ from tokenmill.models.bpe import BPE
 from tokenmill.normalized import NormalizedString
 from tokenmill.pre_tokenizers import native_counting, spell_bytes, unicode_to_bytes
 from tokenmill.trainers.bpe import BPETrainer, TrainResult
+
+if TYPE_CHECKING:
+    from tokenmill.streaming import DecodeStream
 
 Special = Literal["all"] | Set[str] | Sequence[str]
 
@@ -310,7 +313,29 @@ class Tokenizer:
                             pad_type_id=padding.pad_type_id, side=padding.side) for e in out]
         return out
 
+    def encode_batch_np(self, texts: Sequence[str], *, padded: bool = False, pad_id: int = 0,
+                        side: str = "right", num_threads: int | None = None) -> dict[str, Any]:
+        """Ids of ``texts`` as numpy arrays, ragged (``ids`` + ``offsets``) or padded
+        (``input_ids`` + ``attention_mask``); see :func:`tokenmill.batch.encode_np`."""
+        from tokenmill.batch import encode_np
+
+        return encode_np(self, texts, padded=padded, pad_id=pad_id, side=side,
+                         num_threads=num_threads)
+
+    def count_tokens(self, texts: Sequence[str], *, num_threads: int | None = None) -> list[int]:
+        """How many ids :meth:`encode_ordinary` gives each text, without keeping them."""
+        from tokenmill.batch import count_tokens
+
+        return count_tokens(self, texts, num_threads=num_threads)
+
     # -- decoding --------------------------------------------------------------------------
+
+    def decode_stream(self, *, skip_special_tokens: bool = True) -> DecodeStream:
+        """A decoder for ids that arrive one at a time: ``stream.step(id)`` returns text only
+        once whole characters are available (what a server streaming a model's output needs)."""
+        from tokenmill.streaming import DecodeStream
+
+        return DecodeStream(self, skip_special_tokens=skip_special_tokens)
 
     def decode(self, ids: Sequence[int], *, skip_special_tokens: bool = True) -> str:
         """Text of ``ids``; special tokens are left out unless ``skip_special_tokens=False``."""

@@ -1,0 +1,83 @@
+"""Batches in bulk: ids straight into numpy arrays, and token counts without the ids.
+
+On the native path the core fills one buffer for the whole batch, so no Python object is made
+per token. numpy is imported only here, when asked for.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
+
+from tokenmill import _core
+from tokenmill._io import check_text
+from tokenmill.errors import InputError
+
+if TYPE_CHECKING:
+    from tokenmill.tokenizer import Tokenizer
+
+
+def _native(tok: Tokenizer, texts: Sequence[str]) -> tuple[Any, int] | None:
+    native = tok.native_plan()
+    if native is None or any(not t.special for t in tok.added_tokens):
+        return None
+    for i, text in enumerate(texts):
+        check_text(text, f"texts[{i}]")
+    return native
+
+
+def encode_np(tok: Tokenizer, texts: Sequence[str], *, padded: bool = False, pad_id: int = 0,
+              side: str = "right", num_threads: int | None = None) -> dict[str, Any]:
+    """Ids of ``texts`` (each as :meth:`Tokenizer.encode_ordinary`) as numpy arrays.
+
+    Ragged (default): ``{"ids": 1-D array, "offsets": n + 1 document offsets}``: the ids of
+    text i are ``ids[offsets[i]:offsets[i + 1]]``. With ``padded=True``: ``{"input_ids": [n, L],
+    "attention_mask": [n, L]}`` with ``pad_id`` on ``side``. The dtype is uint16 when every id
+    of the vocabulary fits, uint32 otherwise.
+    """
+    import numpy as np
+
+    from tokenmill.tokenizer import _threads
+
+    if side not in ("right", "left"):
+        raise InputError(f"side must be 'right' or 'left', got {side!r}")
+    texts = list(texts)
+    narrow = tok.get_vocab_size() <= 1 << 16 and 0 <= pad_id < 1 << 16
+    dtype = np.uint16 if narrow else np.uint32
+    native = _native(tok, texts)
+    if native is not None:
+        buffer, starts = _core.encode_ids_flat(native[0], native[1], texts,
+                                               num_threads or _threads(), narrow)
+        ids = np.frombuffer(buffer, dtype=dtype)
+        offsets = np.asarray(starts, dtype=np.int64)
+    else:
+        lists = [tok.encode_ordinary(t) for t in texts]
+        offsets = np.zeros(len(lists) + 1, dtype=np.int64)
+        np.cumsum([len(x) for x in lists], out=offsets[1:])
+        ids = np.fromiter((i for x in lists for i in x), dtype=dtype, count=int(offsets[-1]))
+    if not padded:
+        return {"ids": ids, "offsets": offsets}
+    lengths = np.diff(offsets)
+    width = int(lengths.max()) if len(lengths) else 0
+    input_ids = np.full((len(lengths), width), pad_id, dtype=dtype)
+    mask = np.zeros((len(lengths), width), dtype=np.uint8)
+    # Each row's ids land at positions computed for all tokens at once (no loop per token).
+    row = np.repeat(np.arange(len(lengths)), lengths)
+    col = np.arange(len(ids)) - np.repeat(offsets[:-1], lengths)
+    if side == "left":
+        col = col + np.repeat(width - lengths, lengths)
+    input_ids[row, col] = ids
+    mask[row, col] = 1
+    return {"input_ids": input_ids, "attention_mask": mask}
+
+
+def count_tokens(tok: Tokenizer, texts: Sequence[str], *,
+                 num_threads: int | None = None) -> list[int]:
+    """How many tokens :meth:`Tokenizer.encode_ordinary` gives each text, without keeping ids."""
+    from tokenmill.tokenizer import _threads
+
+    texts = list(texts)
+    native = _native(tok, texts)
+    if native is not None:
+        return _core.count_tokens(native[0], native[1], texts, num_threads or _threads())
+    return [len(tok.encode_ordinary(t)) for t in texts]

@@ -1,0 +1,101 @@
+"""numpy output, token counting and the streaming decoder, against the per-text APIs."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+import tokenmill
+from tokenmill import BPE, BPETrainer, Tokenizer, decoders, normalizers, pre_tokenizers
+
+TEXTS = ["Hello world!", "", "日本語のテキスト 😀👍🏽", "def f(x):\n    return x ** 2\n", " a  b "]
+
+
+@pytest.fixture(scope="module")
+def cl100k(shared_data):
+    return tokenmill.load("cl100k_base", path=shared_data / "tokenizers" / "tiktoken")
+
+
+@pytest.fixture(scope="module")
+def o200k(shared_data):
+    return tokenmill.load("o200k_base", path=shared_data / "tokenizers" / "tiktoken")
+
+
+def test_ragged_and_padded_arrays(cl100k):
+    expected = [cl100k.encode_ordinary(t) for t in TEXTS]
+    out = cl100k.encode_batch_np(TEXTS)
+    assert out["ids"].dtype == np.uint32  # 100k ids do not fit in 16 bits
+    offsets = out["offsets"]
+    assert [out["ids"][offsets[i]:offsets[i + 1]].tolist() for i in range(len(TEXTS))] == expected
+    right = cl100k.encode_batch_np(TEXTS, padded=True, pad_id=7)
+    left = cl100k.encode_batch_np(TEXTS, padded=True, pad_id=7, side="left")
+    width = max(map(len, expected))
+    for i, ids in enumerate(expected):
+        pad = [7] * (width - len(ids))
+        assert right["input_ids"][i].tolist() == ids + pad
+        assert left["input_ids"][i].tolist() == pad + ids
+        assert right["attention_mask"][i].tolist() == [1] * len(ids) + [0] * len(pad)
+        assert left["attention_mask"][i].tolist() == [0] * len(pad) + [1] * len(ids)
+
+
+def test_uint16_when_the_vocabulary_fits(shared_data):
+    gpt2 = tokenmill.load("r50k_base", path=shared_data / "tokenizers" / "tiktoken")
+    out = gpt2.encode_batch_np(TEXTS)
+    assert out["ids"].dtype == np.uint16
+    assert out["ids"].tolist() == [i for t in TEXTS for i in gpt2.encode_ordinary(t)]
+
+
+def test_python_path_gives_the_same_arrays():
+    tok = Tokenizer(BPE({}, []), normalizer=normalizers.Lowercase(),
+                    pre_tokenizer=pre_tokenizers.Whitespace())
+    tok.train_from_iterator(["hello world", "Hello there"], BPETrainer(vocab_size=40))
+    assert tok.native_plan() is None
+    out = tok.encode_batch_np(["Hello world", "there"])
+    assert out["ids"].tolist() == tok.encode_ordinary("Hello world") + tok.encode_ordinary("there")
+    assert out["offsets"].tolist() == [0, len(tok.encode_ordinary("Hello world")),
+                                       len(out["ids"])]
+    assert tok.count_tokens(["Hello world", "there"]) == [len(tok.encode_ordinary(t)) for t
+                                                          in ["Hello world", "there"]]
+
+
+def test_count_tokens(o200k):
+    assert o200k.count_tokens(TEXTS * 50) == [len(o200k.encode_ordinary(t)) for t in TEXTS * 50]
+
+
+def released(tok: Tokenizer, ids: list[int]) -> list[str]:
+    return list(tok.decode_stream(skip_special_tokens=False).feed(ids))
+
+
+@settings(max_examples=150, deadline=None)
+@given(st.text(st.characters(exclude_categories=("Cs",)), max_size=40))
+def test_stream_releases_whole_characters_that_add_up(cl100k, text):
+    ids = cl100k.encode_ordinary(text)
+    pieces = released(cl100k, ids)
+    assert "".join(pieces) == cl100k.decode(ids)
+    assert not any("\ufffd" in p for p in pieces) or "\ufffd" in text
+
+
+def test_stream_holds_back_a_cut_character(cl100k):
+    ids = cl100k.encode_ordinary("😀")
+    assert len(ids) > 1  # the emoji is cut across byte-level tokens
+    stream = cl100k.decode_stream()
+    assert [stream.step(i) for i in ids[:-1]] == [None] * (len(ids) - 1)
+    assert stream.step(ids[-1]) == "😀"
+
+
+def test_stream_with_a_metaspace_decoder(shared_data):
+    tok = Tokenizer.from_file(shared_data / "tokenizers" / "mistral-7b-v0.3" / "tokenizer.json")
+    text = "Hello  world, 日本 😀 ok"
+    ids = tok.encode(text, add_special_tokens=False).ids
+    assert "".join(released(tok, ids)) == tok.decode(ids, skip_special_tokens=False)
+
+
+def test_stream_of_a_suffix_tokenizer():
+    tok = Tokenizer(BPE({}, []), pre_tokenizer=pre_tokenizers.Whitespace(),
+                    decoder=decoders.BPEDecoder(suffix="</w>"))
+    tok.train_from_iterator(["low lower lowest"] * 3,
+                            BPETrainer(num_merges=5, end_of_word_suffix="</w>"))
+    ids = tok.encode("low lower").ids
+    assert "".join(released(tok, ids)) == tok.decode(ids)
