@@ -9,6 +9,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+import time
 from collections.abc import Sequence
 from typing import Any
 
@@ -36,6 +37,23 @@ def _parser() -> argparse.ArgumentParser:
     d.add_argument("ids", nargs="+", help="token ids")
     d.add_argument("--keep-special-tokens", action="store_true",
                    help="keep special tokens in the text")
+
+    c = sub.add_parser("encode-corpus", help="encode a corpus into a token file for pretraining "
+                       "(flat ids readable with numpy.memmap, a document index, a description)")
+    c.add_argument("files", nargs="+", help="inputs, as for train: .txt/.jsonl/.parquet "
+                   "(optionally .gz/.zst), directories, globs, '-' for stdin")
+    c.add_argument("-t", "--tokenizer", required=True,
+                   help="a tokenizer.json, a GPT-2 folder, or a tiktoken preset with --ranks")
+    c.add_argument("--ranks", help="the .tiktoken file (or its folder) of a preset tokenizer")
+    c.add_argument("-o", "--output", required=True, help="the token file to write (e.g. out.bin)")
+    c.add_argument("--separator", metavar="TOKEN",
+                   help="a token (e.g. '<|endoftext|>') to put after every document")
+    c.add_argument("--text-field", default="text", help="the field of a .jsonl line to read")
+    c.add_argument("--column", default="text", help="the column of a .parquet file to read")
+    c.add_argument("--whole-file", action="store_true", help="a .txt file is one document")
+    c.add_argument("--errors", choices=["strict", "replace"], default="strict",
+                   help="on bytes that are not UTF-8: stop with an error, or use U+FFFD")
+    c.add_argument("--quiet", action="store_true", help="no progress bar and no summary")
 
     i = sub.add_parser("inspect", help="describe a tokenizer file and print its fingerprint")
     i.add_argument("tokenizer", help="a tokenizer.json file")
@@ -69,6 +87,44 @@ def _decode(args: argparse.Namespace) -> int:
         except ValueError:
             raise TokenmillError(f"ids[{position}]: expected an integer id, got {raw!r}") from None
     print(tok.decode(ids, skip_special_tokens=not args.keep_special_tokens))
+    return 0
+
+
+def _encode_corpus(args: argparse.Namespace) -> int:
+    from tokenmill.corpus import ReadStats, iter_batches
+    from tokenmill.loading import load
+    from tokenmill.token_files import encode_corpus, rate
+
+    tok = load(args.tokenizer, path=args.ranks)
+    separator = None
+    if args.separator is not None:
+        separator = tok.token_to_id(args.separator)
+        if separator is None:
+            raise TokenmillError(f"--separator {args.separator!r} is not a token of "
+                                 f"{args.tokenizer}")
+    stats = ReadStats()
+    started = time.perf_counter()
+    bar = None
+    if not args.quiet and sys.stderr.isatty():
+        from tqdm import tqdm
+
+        bar = tqdm(unit="doc", desc="encoding", leave=False)
+
+    def progress(documents: int, tokens: int) -> None:
+        if bar is not None:
+            bar.update(documents - bar.n)
+            bar.set_postfix_str(rate(started, documents, tokens, stats.bytes_read))
+
+    batches = iter_batches(args.files, text_field=args.text_field, column=args.column,
+                           whole_file=args.whole_file, errors=args.errors, stats=stats)
+    try:
+        info = encode_corpus(tok, batches, args.output, separator=separator, progress=progress)
+    finally:
+        if bar is not None:
+            bar.close()
+    if not args.quiet:
+        print(f"wrote {args.output} ({info.dtype}) with {args.output}.idx and .json: "
+              f"{rate(started, info.documents, info.tokens, stats.bytes_read)}", file=sys.stderr)
     return 0
 
 
@@ -108,6 +164,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     from tokenmill import cli_eval, cli_train
 
     commands = {"encode": _encode, "decode": _decode, "inspect": _inspect,
+                "encode-corpus": _encode_corpus,
                 **cli_train.COMMANDS, **cli_eval.COMMANDS}
     try:
         return commands[args.command](args)

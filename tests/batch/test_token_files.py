@@ -1,0 +1,71 @@
+"""Token files for pretraining: ids on disk equal encode_ordinary, readable with numpy.memmap."""
+
+from __future__ import annotations
+
+import errno
+import json
+
+import numpy as np
+import pytest
+
+import tokenmill
+from tokenmill import InputError
+from tokenmill.cli import main
+from tokenmill.token_files import encode_corpus, load_token_file
+
+DOCS = ["Hello world!", "", "日本語 😀", "def f(x):\n    return x\n", "<|endoftext|> is text here"]
+
+
+@pytest.fixture(scope="module")
+def gpt2(shared_data):
+    return tokenmill.load("r50k_base", path=shared_data / "tokenizers" / "tiktoken")
+
+
+def test_file_equals_encode_ordinary_with_separators(gpt2, tmp_path):
+    out = tmp_path / "out.bin"
+    info = encode_corpus(gpt2, [DOCS[:2], DOCS[2:]], out, separator=50256)
+    ids, offsets, meta = load_token_file(out, verify=True)
+    assert meta == info and info.dtype == "uint16" and info.documents == len(DOCS)
+    for i, doc in enumerate(DOCS):
+        assert ids[offsets[i]:offsets[i + 1]].tolist() == gpt2.encode_ordinary(doc) + [50256]
+    assert np.memmap(out, dtype="<u2", mode="r").tolist() == ids.tolist()
+    assert meta.fingerprint == gpt2.fingerprint()
+
+
+def test_cli_encode_corpus(gpt2, shared_data, tmp_path, capsys):
+    corpus = tmp_path / "docs.jsonl"
+    corpus.write_text("\n".join(json.dumps({"text": d}) for d in DOCS) + "\n", encoding="utf-8")
+    out = tmp_path / "c.bin"
+    ranks = str(shared_data / "tokenizers" / "tiktoken")
+    assert main(["encode-corpus", str(corpus), "-t", "r50k_base", "--ranks", ranks,
+                 "--separator", "<|endoftext|>", "-o", str(out)]) == 0
+    assert "tokens/s" in capsys.readouterr().err
+    ids, offsets, _ = load_token_file(out)
+    assert ids[offsets[1]:offsets[2]].tolist() == [50256]  # the empty document
+    assert main(["encode-corpus", str(corpus), "-t", "r50k_base", "--ranks", ranks,
+                 "--separator", "<|nope|>", "-o", str(tmp_path / "x.bin")]) == 2
+
+
+def test_a_failed_write_leaves_nothing(gpt2, tmp_path, monkeypatch):
+    out = tmp_path / "full.bin"
+
+    def batches():
+        yield DOCS
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+    with pytest.raises(InputError, match=r"No space left on device\); nothing was kept"):
+        encode_corpus(gpt2, batches(), out)
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_unfinished_or_tampered_files_are_refused(gpt2, tmp_path):
+    out = tmp_path / "t.bin"
+    encode_corpus(gpt2, [DOCS], out)
+    data = bytearray(out.read_bytes())
+    data[0] ^= 1
+    out.write_bytes(bytes(data))
+    with pytest.raises(tokenmill.FormatError, match="checksum mismatch"):
+        load_token_file(out, verify=True)
+    (tmp_path / "t.bin.json").unlink()
+    with pytest.raises(InputError, match="unfinished"):
+        load_token_file(out)
