@@ -162,7 +162,7 @@ def test_train_on_a_dask_cluster_equals_local(tmp_path):
     assert main(["train", str(tmp_path / "shard*.txt"), "--byte-level", "--vocab-size", "280",
                  "--quiet", "-o", str(local)]) == 0
     with LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
-                      dashboard_address=None) as cluster:
+                      dashboard_address=":0") as cluster:
         assert main(["train", str(tmp_path / "shard*.txt"), "--byte-level", "--vocab-size",
                      "280", "--engine", "dask", "--scheduler", cluster.scheduler_address,
                      "--quiet", "-o", str(remote)]) == 0

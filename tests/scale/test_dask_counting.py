@@ -54,7 +54,7 @@ def client():
     # One retry after a worker dies, then KilledWorker: keeps the death test short.
     with dask.config.set({"distributed.scheduler.allowed-failures": 1}):
         with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
-                                      dashboard_address=None) as cluster:
+                                      dashboard_address=":0") as cluster:
             with distributed.Client(cluster) as c:
                 yield c
 
@@ -112,7 +112,7 @@ def test_connecting_by_scheduler_address(client, corpus):
 
 
 def test_a_scheduler_without_workers_is_a_clear_error_within_the_timeout():
-    with distributed.LocalCluster(n_workers=0, processes=False, dashboard_address=None) as empty:
+    with distributed.LocalCluster(n_workers=0, processes=False, dashboard_address=":0") as empty:
         started = time.monotonic()
         with pytest.raises(InputError, match="has no worker after 1 s"):
             count_on_dask([__file__], byte_level(), scheduler=empty.scheduler_address,
