@@ -81,6 +81,23 @@ size_t trailing_space(const SpaceRun& r, size_t i, size_t n) {
   return r.end;                                  // a single space before a non-space
 }
 
+// \p{N}{1,3} at i.
+size_t up_to_three_numbers(std::string_view s, size_t i) {
+  for (int count = 0; count < 3 && i < s.size(); ++count) {
+    const Char d = char_at(s, i);
+    if (!is_number(d)) break;
+    i += d.len;
+  }
+  return i;
+}
+
+// Where " ?[^\s\p{L}\p{N}]+" starts its run of others at i (after the optional space), or npos.
+size_t other_run_start(std::string_view s, size_t i, const Char& c) {
+  if (is_other(c)) return i;
+  if (c.cp == ' ' && i + 1 < s.size() && is_other(char_at(s, i + 1))) return i + 1;
+  return npos;
+}
+
 size_t gpt2(std::string_view s, size_t i) {
   const size_t n = s.size();
   const size_t k = contraction(s, i, false);
@@ -109,21 +126,8 @@ size_t cl100k(std::string_view s, size_t i) {
   if (is_prefix(c) && i + c.len < n && is_letter(char_at(s, i + c.len))) {
     return run(s, i + c.len, is_letter);
   }
-  if (is_number(c)) {
-    size_t j = i;
-    for (int count = 0; count < 3 && j < n; ++count) {
-      const Char d = char_at(s, j);
-      if (!is_number(d)) break;
-      j += d.len;
-    }
-    return j;
-  }
-  size_t start = npos;
-  if (is_other(c)) {
-    start = i;
-  } else if (c.cp == ' ' && i + 1 < n && is_other(char_at(s, i + 1))) {
-    start = i + 1;
-  }
+  if (is_number(c)) return up_to_three_numbers(s, i);
+  const size_t start = other_run_start(s, i, c);
   if (start != npos) return run(s, run(s, start, is_other), is_newline);
   const SpaceRun r = space_run(s, i);
   if (r.end == n) return n;                               // \s++$
@@ -165,21 +169,8 @@ size_t o200k(std::string_view s, size_t i) {
       return k != npos ? k : end;
     }
   }
-  if (is_number(c)) {
-    size_t j = i;
-    for (int count = 0; count < 3 && j < n; ++count) {
-      const Char d = char_at(s, j);
-      if (!is_number(d)) break;
-      j += d.len;
-    }
-    return j;
-  }
-  size_t start = npos;
-  if (is_other(c)) {
-    start = i;
-  } else if (c.cp == ' ' && i + 1 < n && is_other(char_at(s, i + 1))) {
-    start = i + 1;
-  }
+  if (is_number(c)) return up_to_three_numbers(s, i);
+  const size_t start = other_run_start(s, i, c);
   if (start != npos) {
     return run(s, run(s, start, is_other), [](const Char& d) { return is_newline(d) || d.cp == '/'; });
   }
