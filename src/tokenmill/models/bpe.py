@@ -116,15 +116,25 @@ class BPE:
         return left + right
 
     def _merge_triples(self) -> list[int]:
-        flat: list[int] = []
         vocab = self.vocab
-        for rank, (left, right) in enumerate(self.merges):
-            new = self.merged_token(left, right)
-            for part in (left, right, new):
-                if part not in vocab:
-                    raise InputError(f"merges[{rank}] ({left!r}, {right!r}): {part!r} is not "
-                                     "in the vocab")
-            flat += (vocab[left], vocab[right], vocab[new])
+        lefts = [m[0] for m in self.merges]
+        rights = [m[1] for m in self.merges]
+        prefix = self.continuing_subword_prefix
+        news = [self.merged_token(a, b) for a, b in self.merges] if prefix else \
+            [a + b for a, b in self.merges]
+        try:
+            # One pass of dict lookups per column; the slow search below runs only on error.
+            flat = [0] * (3 * len(lefts))
+            flat[0::3] = [vocab[t] for t in lefts]
+            flat[1::3] = [vocab[t] for t in rights]
+            flat[2::3] = [vocab[t] for t in news]
+        except KeyError:
+            for rank, (left, right, new) in enumerate(zip(lefts, rights, news)):
+                for part in (left, right, new):
+                    if part not in vocab:
+                        raise InputError(f"merges[{rank}] ({left!r}, {right!r}): {part!r} is "
+                                         "not in the vocab") from None
+            raise
         return flat
 
     # -- encoding --------------------------------------------------------------------------
@@ -197,26 +207,33 @@ class BPE:
     @classmethod
     def from_fields(cls, data: dict[str, Any], where: str) -> BPE:
         vocab = field(data, "vocab", dict, where)
-        for token, i in vocab.items():
-            if isinstance(i, bool) or not isinstance(i, int) or i < 0 or i >= 2**32:
-                raise FormatError(f"{where}.vocab[{token!r}]: expected an id (integer >= 0), "
-                                  f"got {i!r}")
+        ids = vocab.values()
+        if set(map(type, ids)) - {int} or (ids and not 0 <= min(ids) <= max(ids) < 2**32):
+            for token, i in vocab.items():  # name the first bad one
+                if type(i) is not int or not 0 <= i < 2**32:
+                    raise FormatError(f"{where}.vocab[{token!r}]: expected an id (integer "
+                                      f">= 0), got {i!r}")
         if field(data, "dropout", (float, int), where, None) not in (None, 0, 0.0):
             raise FormatError(f"{where}.dropout: BPE-dropout is not supported by this version; "
                               "expected null")
-        merges: list[tuple[str, str]] = []
-        for rank, m in enumerate(field(data, "merges", list, where, [])):
-            if isinstance(m, str) and m.count(" ") == 1:
-                left, right = m.split(" ")
-            elif isinstance(m, list) and len(m) == 2 and all(isinstance(s, str) for s in m):
-                left, right = m
-            else:
-                raise FormatError(f"{where}.merges[{rank}]: expected \"left right\" or "
-                                  f"[left, right], got {m!r}")
-            merges.append((left, right))
+        raw = field(data, "merges", list, where, [])
+        try:
+            # Both spellings: "left right" strings (older files) and [left, right] lists.
+            merges = [tuple(m.split(" ")) if type(m) is str else tuple(m) for m in raw]
+            well_formed = all(len(m) == 2 and type(m[0]) is str and type(m[1]) is str
+                              for m in merges)
+        except TypeError:
+            well_formed = False
+        if not well_formed:
+            for rank, m in enumerate(raw):
+                ok = (type(m) is str and m.count(" ") == 1) or (
+                    type(m) is list and len(m) == 2 and all(type(x) is str for x in m))
+                if not ok:
+                    raise FormatError(f"{where}.merges[{rank}]: expected \"left right\" or "
+                                      f"[left, right], got {m!r}")
         try:
             return cls(
-                vocab, merges,
+                vocab, merges,  # type: ignore[arg-type]
                 unk_token=field(data, "unk_token", str, where, None),
                 continuing_subword_prefix=field(data, "continuing_subword_prefix", str, where,
                                                 None),
