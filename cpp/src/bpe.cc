@@ -144,18 +144,16 @@ BPEModel::BPEModel(const std::vector<std::string>& tokens, const std::vector<uin
     const std::string single(1, static_cast<char>(b));
     symbol_of_byte_[b] = options_.byte_symbols && lookup(single, id) ? id : -1;
   }
-  have_bytes_ = options_.byte_fallback;
+  // Byte fallback works character by character, as in Hugging Face: a character falls back
+  // to <0xNN> tokens when every one of its bytes has one (a vocabulary may hold only some).
+  have_bytes_ = false;
   if (options_.byte_fallback) {
     char name[8];
     for (int b = 0; b < 256; ++b) {
       std::snprintf(name, sizeof(name), "<0x%02X>", b);
       uint32_t id = 0;
-      if (lookup(name, id)) {
-        byte_ids_[b] = id;
-      } else {
-        have_bytes_ = false;
-        byte_ids_[b] = 0;
-      }
+      byte_ids_[b] = lookup(name, id) ? static_cast<int64_t>(id) : -1;
+      have_bytes_ = have_bytes_ || byte_ids_[b] >= 0;
     }
   }
 }
@@ -197,6 +195,13 @@ bool BPEModel::find_merge(uint32_t left, uint32_t right, uint32_t& rank, uint32_
   return true;
 }
 
+bool BPEModel::all_bytes_known(std::string_view ch) const {
+  for (char c : ch) {
+    if (byte_ids_[static_cast<unsigned char>(c)] < 0) return false;
+  }
+  return true;
+}
+
 void BPEModel::initial_symbols(std::string_view word, std::vector<Symbol>& syms) const {
   if (options_.byte_symbols) {
     for (std::size_t i = 0; i < word.size(); ++i) {
@@ -224,11 +229,12 @@ void BPEModel::initial_symbols(std::string_view word, std::vector<Symbol>& syms)
     uint32_t id = 0;
     if (lookup(buf, id)) {
       syms.push_back({id, ci, ci + 1});
-    } else if (have_bytes_) {
+    } else if (have_bytes_ && all_bytes_known(ch)) {
       // subtle: each byte token spans the whole character it came from, so offsets still
       // slice whole characters of the input.
       for (std::size_t k = 0; k < len; ++k) {
-        syms.push_back({byte_ids_[static_cast<unsigned char>(ch[k])], ci, ci + 1});
+        const int64_t b = byte_ids_[static_cast<unsigned char>(ch[k])];
+        syms.push_back({static_cast<uint32_t>(b), ci, ci + 1});
       }
     } else if (options_.unk_id >= 0) {
       const auto unk = static_cast<uint32_t>(options_.unk_id);

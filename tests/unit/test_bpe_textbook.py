@@ -141,3 +141,11 @@ def test_limit_alphabet_keeps_most_frequent():
 def test_bad_input(kwargs, counts, message):
     with pytest.raises(InputError, match=message):
         BPETrainer(**kwargs).train_from_counts(counts)
+
+
+def test_byte_fallback_is_per_character():
+    # Only é's bytes have <0xNN> tokens: é falls back to them, € (no byte tokens) is unknown,
+    # as in Hugging Face tokenizers.
+    bpe = BPE({"a": 0, "<0xC3>": 1, "<0xA9>": 2, "<unk>": 3}, [], byte_fallback=True,
+              unk_token="<unk>")
+    assert bpe.encode_word("aé€") == ["a", "<0xC3>", "<0xA9>", "<unk>"]

@@ -84,7 +84,9 @@ class BPEModel {
   uint64_t serial_;  // distinguishes this model's entries in the per-thread pair cache
   StringMap vocab_;
   PairMap merges_;  // (left << 32 | right) -> (rank << 32 | result)
-  uint32_t byte_ids_[256];  // <0xNN> tokens (byte_fallback), or the single-byte tokens
+  bool all_bytes_known(std::string_view ch) const;
+
+  int64_t byte_ids_[256];  // <0xNN> tokens (byte_fallback); -1 where the vocabulary has none
   bool have_bytes_ = false;
   int64_t symbol_of_byte_[256];  // byte_symbols: each byte's token, -1 if not in the vocab
 
