@@ -1,13 +1,286 @@
-"""The evaluation commands of ``tokenmill``: registered into the main parser by cli.py."""
+"""The evaluation commands of ``tokenmill``: registered into the main parser by cli.py.
+
+``eval`` (metrics per tokenizer and corpus; table, JSON, HTML), ``sweep`` (BPE at several
+vocabulary sizes, evaluated on held-out corpora), ``golden freeze|check`` and ``check-config``.
+Heavy modules (the metrics, matplotlib, rich) are imported when a command runs, not before.
+"""
 
 from __future__ import annotations
 
 import argparse
+import sys
+import time
 from collections.abc import Callable
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from tokenmill.errors import InputError
+
+if TYPE_CHECKING:
+    from tokenmill.evaluate import Corpus
+    from tokenmill.tokenizer import Tokenizer
+
+TOKENIZER_HELP = (
+    "a tokenizer: a tokenizer.json file, a folder with tokenizer.json or vocab.json + "
+    "merges.txt, or a tiktoken preset (gpt2, r50k_base, p50k_base, cl100k_base, o200k_base) "
+    "as PRESET=RANKS_FILE (e.g. cl100k_base=data/cl100k_base.tiktoken), or as PRESET alone with "
+    "--tiktoken-dir; NAME=PATH names a file's tokenizer in the output (default: the file or "
+    "folder name)")
+
+
+def load_tokenizer(spec: str, tiktoken_dir: str | None = None) -> tuple[str, str, Tokenizer]:
+    """(display name, source, tokenizer) of a TOKENIZER argument (see ``TOKENIZER_HELP``)."""
+    from tokenmill.formats.tiktoken import PRESETS
+    from tokenmill.loading import load
+
+    name, sep, path = spec.partition("=")
+    if sep and name in PRESETS:
+        return name, spec, load(name, path=path)
+    if spec in PRESETS and not Path(spec).exists():  # a folder named "gpt2" is a folder
+        if tiktoken_dir is None:
+            raise InputError(f"tiktoken preset {spec!r} needs its ranks file: write "
+                             f"{spec}=PATH/{PRESETS[spec].file}, or give --tiktoken-dir DIR")
+        return spec, spec, load(spec, path=tiktoken_dir)
+    from tokenmill.evaluate import split_named
+
+    label, path = split_named(spec)
+    tok = load(f"./{path}" if path in PRESETS else path)  # ./gpt2: the folder, not the preset
+    p = Path(path)
+    default = p.name if p.is_dir() else p.parent.name if p.name == "tokenizer.json" and \
+        p.parent.name else p.name.split(".")[0]
+    return label or default or path, path, tok
+
+
+def _tokenizers(specs: list[str], tiktoken_dir: str | None) -> tuple[dict[str, Tokenizer],
+                                                                      dict[str, str]]:
+    toks: dict[str, Tokenizer] = {}
+    sources: dict[str, str] = {}
+    for spec in specs:
+        name, source, tok = load_tokenizer(spec, tiktoken_dir)
+        if name in toks:
+            raise InputError(f"two tokenizers are named {name!r}; name them NAME=PATH")
+        toks[name], sources[name] = tok, source
+    return toks, sources
+
+
+def _corpora(args: argparse.Namespace) -> list[Corpus]:
+    from tokenmill.evaluate import corpora_in, read_corpus
+
+    out = [read_corpus(spec, args.errors, args.max_documents) for spec in args.corpus]
+    for folder in args.corpora:
+        out += corpora_in(folder, args.errors, args.max_documents)
+    if not out:
+        raise InputError("no corpus: give --corpus NAME=PATH or --corpora DIR")
+    return out
+
+
+def _write(path: str, text: str) -> None:
+    from tokenmill._io import atomic_write_text
+
+    if path == "-":
+        sys.stdout.write(text)
+    else:
+        atomic_write_text(path, text)
+
+
+def _eval(args: argparse.Namespace) -> int:
+    from tokenmill import report
+    from tokenmill.evaluate import evaluate
+
+    started = time.perf_counter()
+    toks, sources = _tokenizers(args.tokenizers, args.tiktoken_dir)
+    corpora = _corpora(args)
+    ev = evaluate(toks, corpora, context=args.context, rare=args.rare, reference=args.reference,
+                  sources=sources, details=bool(args.json or args.html))
+    if args.json:
+        _write(args.json, report.to_json(ev))
+    if args.json != "-":
+        report.print_tables(ev)
+    if args.html:
+        page = report.render_html(ev, report.standard_plots(ev), intro=(
+            f"{len(toks)} tokenizers on {len(corpora)} corpora, "
+            f"{sum(c['documents'] for c in ev.corpora):,} documents."))
+        _write(args.html, page)
+    print(f"evaluated {len(toks)} tokenizer(s) on {len(corpora)} corpora "
+          f"({sum(c['documents'] for c in ev.corpora):,} documents, "
+          f"{sum(c['bytes'] for c in ev.corpora) / 1e6:.2f} MB) in "
+          f"{time.perf_counter() - started:.2f} s" +
+          (f"; wrote {args.html}" if args.html else ""), file=sys.stderr)
+    return 0
+
+
+def _sweep(args: argparse.Namespace) -> int:
+    from tokenmill import report, sweep
+    from tokenmill.evaluate import evaluate, read_documents
+
+    started = time.perf_counter()
+    sizes = sweep.parse_sizes(args.vocab_sizes)
+    corpora = _corpora(args)
+
+    def texts() -> Any:
+        for path in args.train:
+            yield from read_documents(path, args.errors)
+
+    toks, steps, notes = sweep.train_sizes(texts(), sizes, byte_level=not args.char_level,
+                                           special_tokens=args.special_tokens,
+                                           min_frequency=args.min_frequency)
+    named = {f"V={v}": tok for v, tok in toks.items()}
+    size_of = {f"V={v}": v for v in toks}
+    if args.save_dir:
+        if not Path(args.save_dir).is_dir():
+            raise InputError(f"--save-dir {args.save_dir}: no such folder")
+        for v, tok in toks.items():
+            tok.save(Path(args.save_dir) / f"tokenizer-{v}.json")
+    merges = {f"V={v}": len(tok.model.merges) for v, tok in toks.items()}
+    counts = {name: [s.count for s in steps[:n]] for name, n in merges.items()}
+    ev = evaluate(named, corpora, context=args.context, rare=args.rare,
+                  reference=args.reference, merge_counts=counts,
+                  sources={n: "trained on " + ", ".join(args.train) for n in named})
+    ev.notes += notes
+    rows = sweep.summary(ev, size_of)
+    if args.json:
+        _write(args.json, report.to_json(ev, {"sweep": {
+            "train": args.train, "vocab_sizes": sizes, "summary": rows,
+            "merge_counts": [s.count for s in steps]}}))
+    if args.json != "-":
+        report.print_tables(ev, extra=[("Sweep: all held-out documents pooled",
+                                        *sweep.summary_table(rows, args.rare))])
+    if args.html:
+        plots = sweep.sweep_plots(ev, size_of, steps, rows, list(merges.values())) + \
+            report.standard_plots(ev, merges=False)
+        page = report.render_html(
+            ev, plots, title="tokenmill vocabulary sweep",
+            intro=f"BPE trained on {', '.join(args.train)} to V = "
+                  f"{', '.join(f'{v:,}' for v in sizes)}; evaluated on {len(corpora)} held-out "
+                  "corpora.",
+            sections=[("Sweep", sweep.summary_html(rows, args.rare))])
+        _write(args.html, page)
+    print(f"swept {len(sizes)} vocabulary sizes in {time.perf_counter() - started:.2f} s" +
+          (f"; wrote {args.html}" if args.html else ""), file=sys.stderr)
+    return 0
+
+
+def _golden(args: argparse.Namespace) -> int:
+    from tokenmill import golden
+
+    name, source, tok = load_tokenizer(args.tokenizer, args.tiktoken_dir)
+    if args.golden_command == "freeze":
+        strings = [] if args.no_builtin else list(golden.BUILTIN)
+        for path in args.strings:
+            strings += golden.read_strings(path)
+        if not strings:
+            raise InputError("no strings to freeze: --no-builtin needs --strings FILE")
+        n = golden.freeze(tok, args.output, source=source, strings=strings)
+        print(f"froze {n} strings of {name} (fingerprint {tok.fingerprint()[:16]}...) to "
+              f"{args.output}", file=sys.stderr)
+        return 0
+    ok, lines = golden.check(tok, args.goldens, max_diffs=args.max_diffs,
+                             ignore_fingerprint=args.ignore_fingerprint)
+    print("\n".join(lines), file=sys.stdout if ok else sys.stderr)
+    return 0 if ok else 1
+
+
+def _check_config(args: argparse.Namespace) -> int:
+    from tokenmill import golden
+
+    _, source, tok = load_tokenizer(args.tokenizer, args.tiktoken_dir)
+    given = {k: getattr(args, f"{k}_token") for k in golden.CONFIG_TOKENS}
+    path = source if Path(source).exists() else None
+    ok, lines = golden.check_config(tok, args.config, tokenizer_path=path, tokens=given)
+    print("\n".join(lines))
+    return 0 if ok else 1
+
 
 # name -> handler(args) -> exit code; filled as the commands are added.
-COMMANDS: dict[str, Callable[[argparse.Namespace], int]] = {}
+COMMANDS: dict[str, Callable[[argparse.Namespace], int]] = {
+    "eval": _eval, "sweep": _sweep, "golden": _golden, "check-config": _check_config}
+
+
+def _eval_options(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--corpus", action="append", default=[], metavar="NAME=PATH",
+                   help="a corpus to evaluate on (repeatable), read as train reads text: a "
+                        "text file (one document a line), .jsonl (a \"text\" field a line) or "
+                        ".parquet, each optionally .gz or .zst, or a folder of such files; NAME "
+                        "defaults to the file name up to its first dot")
+    p.add_argument("--corpora", action="append", default=[], metavar="DIR",
+                   help="a folder whose every file is one corpus, named after the file "
+                        "(e.g. the FLORES dev files: eng_Latn, zho_Hans, ...)")
+    p.add_argument("--reference", metavar="NAME",
+                   help="the corpus parity is measured against (e.g. eng_Latn): tokens of each "
+                        "corpus / tokens of the reference, on parallel corpora")
+    p.add_argument("--context", type=int, default=2048, metavar="N",
+                   help="context budget in tokens: report the share of documents longer than "
+                        "this (default: 2048)")
+    p.add_argument("--rare", type=int, default=10, metavar="K",
+                   help="report the share of vocabulary rows used fewer than K times "
+                        "(default: 10)")
+    p.add_argument("--json", nargs="?", const="-", metavar="FILE",
+                   help="write the metrics as JSON to FILE, or to stdout instead of the table")
+    p.add_argument("--html", metavar="FILE",
+                   help="write a self-contained HTML report with plots (needs matplotlib)")
+    p.add_argument("--max-documents", type=int, metavar="N",
+                   help="read at most the first N lines of each corpus")
+    p.add_argument("--errors", choices=["strict", "replace"], default="strict",
+                   help="on bytes that are not UTF-8: stop with an error, or use U+FFFD")
 
 
 def add_parsers(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     """Add the evaluation subcommands to the main parser's subparsers."""
+    e = sub.add_parser("eval", help="tokens per byte, tails, unknowns, vocabulary use and parity "
+                                    "of tokenizers on corpora",
+                       description="Metrics per tokenizer and corpus, over documents. "
+                                   "Percentiles interpolate linearly (numpy's default).")
+    e.add_argument("tokenizers", nargs="+", metavar="TOKENIZER", help=TOKENIZER_HELP)
+    e.add_argument("--tiktoken-dir", metavar="DIR",
+                   help="the folder of the *.tiktoken ranks files, for presets given by name")
+    _eval_options(e)
+
+    s = sub.add_parser("sweep", help="train BPE at several vocabulary sizes and evaluate each on "
+                                     "held-out corpora",
+                       description="Trains once to the largest size and cuts the model at each "
+                                   "smaller one (BPE's first merges do not depend on the "
+                                   "target size).")
+    s.add_argument("train", nargs="+", metavar="TRAIN",
+                   help="training text: files or folders, as --corpus reads them")
+    s.add_argument("--vocab-sizes", required=True, metavar="SIZES",
+                   help="comma-separated sizes, e.g. 2k,8k,32k (k = 1000, Ki = 1024)")
+    s.add_argument("--char-level", action="store_true",
+                   help="character-level BPE on whitespace/punctuation words (default: "
+                        "byte-level BPE with the GPT-2 pre-tokenizer, as train --byte-level)")
+    s.add_argument("--special-tokens", nargs="+", default=[], metavar="TOKEN",
+                   help="special tokens, given the first ids")
+    s.add_argument("--min-frequency", type=int, default=0,
+                   help="stop when the most frequent pair is seen fewer times than this")
+    s.add_argument("--save-dir", metavar="DIR",
+                   help="also save each tokenizer as DIR/tokenizer-V.json")
+    _eval_options(s)
+
+    g = sub.add_parser("golden", help="freeze golden strings of a tokenizer, or check them")
+    gsub = g.add_subparsers(dest="golden_command", required=True)
+    f = gsub.add_parser("freeze", help="encode the built-in hard strings (and yours) and store "
+                                       "tokens, ids, offsets, decode output and the fingerprint")
+    f.add_argument("tokenizer", metavar="TOKENIZER", help=TOKENIZER_HELP)
+    f.add_argument("-o", "--output", required=True, help="the golden file to write (JSON lines)")
+    f.add_argument("--strings", action="append", default=[], metavar="FILE",
+                   help="more strings: a text file (one a line), a .json list or a .jsonl file")
+    f.add_argument("--no-builtin", action="store_true", help="only the --strings given")
+    c = gsub.add_parser("check", help="re-encode a golden file's strings; exit 1 on any drift")
+    c.add_argument("tokenizer", metavar="TOKENIZER", help=TOKENIZER_HELP)
+    c.add_argument("goldens", help="a file written by 'tokenmill golden freeze'")
+    c.add_argument("--max-diffs", type=int, default=5, metavar="N",
+                   help="show the first N drifted strings (default: 5)")
+    c.add_argument("--ignore-fingerprint", action="store_true",
+                   help="pass when every string encodes as frozen, even if the fingerprint "
+                        "differs")
+    for p in (f, c):
+        p.add_argument("--tiktoken-dir", metavar="DIR", help="folder of the *.tiktoken files")
+
+    k = sub.add_parser("check-config", help="compare a tokenizer's vocabulary size and special "
+                                            "token ids with a model's config.json")
+    k.add_argument("tokenizer", metavar="TOKENIZER", help=TOKENIZER_HELP)
+    k.add_argument("config", help="the model's config.json (vocab_size, bos/eos/pad/unk_token_id)")
+    k.add_argument("--tiktoken-dir", metavar="DIR", help="folder of the *.tiktoken files")
+    for kind in ("bos", "eos", "pad", "unk"):
+        k.add_argument(f"--{kind}-token", metavar="TOKEN",
+                       help=f"the tokenizer's {kind} token (default: from tokenizer_config.json "
+                            "beside the file, else found by its usual names)")
