@@ -8,6 +8,7 @@ follow the ``"decoder"`` entries of Hugging Face's ``tokenizer.json``.
 from __future__ import annotations
 
 import functools
+from abc import ABC, abstractmethod
 from dataclasses import KW_ONLY, dataclass
 from dataclasses import field as dataclass_field
 from typing import Any, ClassVar, Self
@@ -26,13 +27,14 @@ from tokenmill.normalizers import (
 from tokenmill.pre_tokenizers import ByteLevelFields, MetaspaceFields, unicode_to_bytes
 
 
-class Decoder:
+class Decoder(ABC):
     """Base of the decoders: subclasses implement ``decode_chain``."""
 
     type_name: ClassVar[str]
 
+    @abstractmethod
     def decode_chain(self, tokens: list[str]) -> list[str]:
-        raise NotImplementedError
+        """``tokens`` turned into the strings whose concatenation is the text."""
 
     def decode(self, tokens: list[str]) -> str:
         """The decoded text: the pieces of ``decode_chain``, joined."""

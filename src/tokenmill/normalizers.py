@@ -10,6 +10,7 @@ from __future__ import annotations
 import functools
 import sys
 import unicodedata
+from abc import ABC, abstractmethod
 from collections.abc import Iterator
 from dataclasses import KW_ONLY, dataclass
 from dataclasses import field as dataclass_field
@@ -35,13 +36,14 @@ CompiledPattern: TypeAlias = "regex.Pattern[str]"
 _BLOCK = 64
 
 
-class Normalizer:
+class Normalizer(ABC):
     """Base of the normalizers: subclasses implement ``normalize``."""
 
     type_name: ClassVar[str]
 
+    @abstractmethod
     def normalize(self, s: NormalizedString) -> NormalizedString:
-        raise NotImplementedError
+        """``s`` normalized, each character still aligned to the original input."""
 
     def normalize_str(self, text: str) -> str:
         """The normalized text alone (no alignment)."""

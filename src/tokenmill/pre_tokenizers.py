@@ -11,6 +11,7 @@ Unicode tables, the same for every pre-tokenizer.
 from __future__ import annotations
 
 import functools
+from abc import ABC, abstractmethod
 from dataclasses import KW_ONLY, dataclass
 from dataclasses import field as dataclass_field
 from typing import Any, ClassVar, Self
@@ -75,13 +76,14 @@ def native_ends(pattern: CompiledPattern, text: str) -> list[int] | None:
     return _core.pretokenize(scanner, text)
 
 
-class PreTokenizer:
+class PreTokenizer(ABC):
     """Base of the pre-tokenizers: subclasses implement ``split``."""
 
     type_name: ClassVar[str]
 
+    @abstractmethod
     def split(self, s: NormalizedString) -> list[NormalizedString]:
-        raise NotImplementedError
+        """``s`` cut into pieces (empty ones dropped), each aligned to the original input."""
 
     def split_text(self, text: str) -> list[str]:
         """The pieces' text alone (what training counts); subclasses make it fast."""
