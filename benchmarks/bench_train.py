@@ -9,6 +9,8 @@ point), Hugging Face ``tokenizers`` (BpeTrainer, ByteLevel pre-tokenizer), ``sen
 (BPE), ``youtokentome``, ``bpeasy``, ``rustbpe`` and ``gigatoken`` (``train_bpe``), each where it
 is installed. All read the same corpus file: one document per line, written once per size in a
 temporary directory (bpeasy and rustbpe take a Python iterator, given the lines of that file).
+The peers are not dependencies of tokenmill: ``pip install tokenizers sentencepiece youtokentome
+bpeasy rustbpe gigatoken``; an engine that is missing, or has no trainer, gets a row saying so.
 
 Every measured run is a fresh subprocess (this script re-run with ``--worker``) that imports
 only its engine, so peak memory is that run's own: ``VmHWM`` of /proc/self/status read right
