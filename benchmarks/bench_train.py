@@ -45,6 +45,8 @@ from importlib import metadata
 from pathlib import Path
 from typing import Any
 
+from bench_bpe import head, utf8_size  # noqa: E402  (the benchmarks folder's helpers)
+
 ENGINES = ("tokenmill", "tokenizers", "sentencepiece", "youtokentome", "bpeasy", "rustbpe",
            "gigatoken")
 PACKAGES = {"tokenmill": "tokenmill", "tokenizers": "tokenizers", "sentencepiece": "sentencepiece",
@@ -76,20 +78,6 @@ def read_text(path: Path) -> str:
     opener: Any = gzip.open if path.suffix == ".gz" else open
     with opener(path, "rt", encoding="utf-8", newline="") as f:
         return f.read()
-
-
-def utf8_size(lines: list[str]) -> int:
-    return sum(len(line.encode("utf-8")) for line in lines)
-
-
-def head(lines: list[str], budget: int) -> list[str]:
-    """The longest prefix of ``lines`` with at most ``budget`` bytes of UTF-8."""
-    size = 0
-    for n, line in enumerate(lines):
-        size += len(line.encode("utf-8"))
-        if size > budget:
-            return lines[:n]
-    return lines
 
 
 def source_pool(data: Path) -> list[tuple[str, list[str]]]:

@@ -147,16 +147,20 @@ void Trainer::build_words(const std::vector<std::string>& words,
   };
   std::unordered_map<uint64_t, uint32_t> variant_id;  // packed << 2 | kind -> token id
   std::vector<uint64_t> chars;
+  // A word's characters that are in the alphabet, packed (the others are dropped).
+  auto alphabet_chars = [&](const std::string& word) {
+    chars.clear();
+    for (std::size_t i = 0; i < word.size();) {
+      const std::size_t len = utf8_char_len(word, i);
+      const uint64_t p = pack(word, i, len);
+      if (id_of.count(p)) chars.push_back(p);
+      i += len;
+    }
+  };
   if (!prefix.empty() || !suffix.empty()) {
     std::vector<std::pair<std::string, uint64_t>> variants;
     for (const std::string& word : words) {
-      chars.clear();
-      for (std::size_t i = 0; i < word.size();) {
-        const std::size_t len = utf8_char_len(word, i);
-        const uint64_t p = pack(word, i, len);
-        if (id_of.count(p)) chars.push_back(p);
-        i += len;
-      }
+      alphabet_chars(word);
       for (std::size_t j = 0; j < chars.size(); ++j) {
         const uint64_t kind = kind_of(j, chars.size());
         const uint64_t key = chars[j] << 2 | kind;
@@ -172,13 +176,7 @@ void Trainer::build_words(const std::vector<std::string>& words,
   words_.reserve(words.size());
   for (std::size_t w = 0; w < words.size(); ++w) {
     const std::string& word = words[w];
-    chars.clear();
-    for (std::size_t i = 0; i < word.size();) {
-      const std::size_t len = utf8_char_len(word, i);
-      const uint64_t p = pack(word, i, len);
-      if (id_of.count(p)) chars.push_back(p);
-      i += len;
-    }
+    alphabet_chars(word);
     if (chars.empty()) continue;
     if (syms_.size() + chars.size() + 1 >= std::numeric_limits<uint32_t>::max()) {
       throw Error("too many symbols in the distinct words (over 2^32)");
