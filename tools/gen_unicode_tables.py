@@ -62,6 +62,7 @@ def main(out_path: str) -> None:
         f"static const uint8_t kUnicodeStage2[{len(stage2)}] = {{",
         rows(stage2, 32),
         "};",
+        f'static const char kUnicodeSource[] = "regex {regex.__version__}";',
         "",
     ]
     with open(out_path, "w", encoding="ascii") as f:

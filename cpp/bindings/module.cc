@@ -18,6 +18,7 @@
 #include "tokenmill/encode.h"
 #include "tokenmill/error.h"
 #include "tokenmill/pretokenize.h"
+#include "tokenmill/unicode.h"
 #include "tokenmill/ranks_file.h"
 
 namespace nb = nanobind;
@@ -214,6 +215,7 @@ nb::tuple train(const std::vector<std::string>& words, const std::vector<uint64_
 
 NB_MODULE(_core, m) {
   m.doc() = "tokenmill's native core (private: use the tokenmill package)";
+  m.attr("UNICODE_TABLES_FROM") = tokenmill::uc::table_source();
 
   nb::register_exception_translator([](const std::exception_ptr& p, void*) {
     try {

@@ -7,6 +7,8 @@ namespace {
 
 }  // namespace
 
+const char* uc::table_source() { return kUnicodeSource; }
+
 uint8_t uc::table_flags(uint32_t cp) {
   if (cp >= 0x110000) return 0;
   return kUnicodeStage2[static_cast<std::size_t>(kUnicodeStage1[cp >> 8]) * 256 + (cp & 0xFF)];

@@ -5,6 +5,8 @@ Generated: python -m nanobind.stubgen -m tokenmill._core -o src/tokenmill/_core.
 
 from collections.abc import Sequence
 
+UNICODE_TABLES_FROM: str = ...
+
 class BPEModel:
     def __init__(self, tokens: list, ids: Sequence[int], merges: Sequence[int], unk_id: int, continuing_subword_prefix: str, end_of_word_suffix: str, end_of_word_marker_id: int, byte_fallback: bool, fuse_unk: bool, ignore_merges: bool, cache_capacity: int, byte_symbols: bool = False) -> None: ...
 

@@ -27,6 +27,14 @@ tricky_text = st.text(st.sampled_from(TRICKY), max_size=16)
 any_text = st.text(st.characters(exclude_categories=("Cs",)), max_size=40)
 
 
+def test_tables_come_from_the_regex_release_we_compare_with():
+    # Each regex release may carry a newer Unicode; the build generates the scanners' tables
+    # from the release pinned in pyproject.toml, and the comparisons below need that same one.
+    assert _core.UNICODE_TABLES_FROM == f"regex {regex.__version__}", (
+        "the native tables and the installed regex module disagree on the Unicode version; "
+        "install the regex release pinned in pyproject.toml")
+
+
 def native_pieces(scanner: int, text: str) -> list[str]:
     ends = _core.pretokenize(scanner, text)
     return [text[i:j] for i, j in zip([0, *ends], ends)]

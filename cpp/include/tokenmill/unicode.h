@@ -21,6 +21,9 @@ enum : uint8_t {
 // Flags of a code point >= 128 (0 beyond U+10FFFF): the generated two-stage table.
 uint8_t table_flags(uint32_t cp);
 
+// Where the tables came from, e.g. "regex 2026.11.19": the scanners split as that release does.
+const char* table_source();
+
 // ASCII classes, so the common bytes need no table walk.
 struct AsciiTable {
   uint8_t flags[128];
