@@ -60,31 +60,44 @@ std::vector<uint32_t> encode_words(const BPEModel& model, const std::vector<std:
   return flat;
 }
 
-// Character offsets where each piece of text ends, split by one of the GPT-family patterns.
-std::vector<uint32_t> pretokenize(int pattern, const std::string& text) {
-  if (pattern < 0 || pattern > 2) throw tokenmill::Error("unknown split pattern id");
-  std::vector<uint32_t> ends;
-  {
-    nb::gil_scoped_release release;
-    tokenmill::pretokenize(static_cast<tokenmill::SplitPattern>(pattern), text, ends);
-    // bytes -> characters: count the characters of each piece
-    uint32_t chars = 0;
-    std::size_t byte = 0;
-    for (uint32_t& end : ends) {
-      while (byte < end) {
-        const auto b = static_cast<unsigned char>(text[byte]);
-        if ((b & 0xC0) != 0x80) ++chars;
-        ++byte;
-      }
-      end = chars;
-    }
-  }
-  return ends;
-}
-
 tokenmill::SplitPattern split_pattern(int pattern) {
   if (pattern < 0 || pattern > 2) throw tokenmill::Error("unknown split pattern id");
   return static_cast<tokenmill::SplitPattern>(pattern);
+}
+
+// True when every byte of s is below 0x80, tested eight bytes at a time.
+bool all_ascii(std::string_view s) {
+  std::size_t i = 0;
+  uint64_t high = 0;
+  for (; i + 8 <= s.size(); i += 8) {
+    uint64_t chunk = 0;
+    std::memcpy(&chunk, s.data() + i, 8);
+    high |= chunk;
+  }
+  for (; i < s.size(); ++i) high |= static_cast<unsigned char>(s[i]);
+  return (high & 0x8080808080808080ULL) == 0;
+}
+
+// Character offsets where each piece of text ends, split by one of the GPT-family patterns.
+std::vector<uint32_t> pretokenize(int pattern, const std::string& text) {
+  const tokenmill::SplitPattern p = split_pattern(pattern);
+  std::vector<uint32_t> ends;
+  {
+    nb::gil_scoped_release release;
+    ends.reserve(text.size() / 4 + 1);
+    tokenmill::pretokenize(p, text, ends);
+    if (!all_ascii(text)) {  // bytes -> characters: count the characters of each piece
+      uint32_t chars = 0;
+      std::size_t byte = 0;
+      for (uint32_t& end : ends) {
+        for (; byte < end; ++byte) {
+          if ((static_cast<unsigned char>(text[byte]) & 0xC0) != 0x80) ++chars;
+        }
+        end = chars;
+      }
+    }
+  }
+  return ends;
 }
 
 // Texts encoded on `threads` threads: one id list per text.

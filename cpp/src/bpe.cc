@@ -172,7 +172,8 @@ struct PairCacheEntry {
   uint64_t key;
   uint64_t value;  // packed rank/result, or kNoMerge
 };
-constexpr std::size_t kPairCacheSize = 4096;
+constexpr std::size_t kPairCacheSize = 1024;
+constexpr int kPairCacheBits = __builtin_ctzll(kPairCacheSize);
 constexpr uint64_t kNoMerge = ~uint64_t{0};
 namespace {
 thread_local PairCacheEntry pair_cache[kPairCacheSize];
@@ -181,7 +182,7 @@ thread_local PairCacheEntry pair_cache[kPairCacheSize];
 bool BPEModel::find_merge(uint32_t left, uint32_t right, uint32_t& rank, uint32_t& result,
                           PairCacheEntry* cache) const {
   const uint64_t key = pair_key(left, right);
-  PairCacheEntry& slot = cache[(key * 0x9E3779B97F4A7C15ULL) >> 52];
+  PairCacheEntry& slot = cache[(key * 0x9E3779B97F4A7C15ULL) >> (64 - kPairCacheBits)];
   uint64_t packed = 0;
   if (slot.model == serial_ && slot.key == key) {
     packed = slot.value;
