@@ -60,6 +60,27 @@ std::vector<uint32_t> encode_words(const BPEModel& model, const std::vector<std:
   return flat;
 }
 
+// encode_words with BPE-dropout; the generator is seeded once and runs through the words.
+std::vector<uint32_t> encode_words_dropout(const BPEModel& model,
+                                           const std::vector<std::string>& words, double dropout,
+                                           uint64_t seed) {
+  if (!(dropout >= 0.0 && dropout <= 1.0)) throw tokenmill::Error("dropout must be in [0, 1]");
+  std::vector<uint32_t> flat;
+  {
+    nb::gil_scoped_release release;
+    std::vector<tokenmill::TokenSpan> spans;
+    uint64_t rng = seed;
+    for (std::size_t w = 0; w < words.size(); ++w) {
+      spans.clear();
+      model.encode_word_dropout(words[w], dropout, rng, spans);
+      for (const auto& s : spans) {
+        flat.insert(flat.end(), {s.id, static_cast<uint32_t>(w), s.start, s.end});
+      }
+    }
+  }
+  return flat;
+}
+
 tokenmill::SplitPattern split_pattern(int pattern) {
   if (pattern < 0 || pattern > 2) throw tokenmill::Error("unknown split pattern id");
   return static_cast<tokenmill::SplitPattern>(pattern);
@@ -280,6 +301,7 @@ NB_MODULE(_core, m) {
           "end_of_word_suffix"_a, "end_of_word_marker_id"_a, "byte_fallback"_a, "fuse_unk"_a,
           "ignore_merges"_a, "cache_capacity"_a, "byte_symbols"_a = false)
       .def("encode_words", &encode_words, "words"_a)
+      .def("encode_words_dropout", &encode_words_dropout, "words"_a, "dropout"_a, "seed"_a)
       .def(
           "merge_ids",
           [](const BPEModel& model, const std::vector<uint32_t>& ids) {

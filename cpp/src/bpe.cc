@@ -298,7 +298,11 @@ void BPEModel::apply_merges(std::vector<Symbol>& syms) const {
 // O(n log n): a min-heap of candidate merges keyed by (rank, position) over a linked list of
 // symbols. Entries go stale when a neighbour merges; they are recognised on pop by checking that
 // both symbols are still adjacent and still hold the ids the entry was made for.
-void BPEModel::apply_merges_heap(std::vector<Symbol>& syms) const {
+// With rng (BPE-dropout), each live candidate popped is skipped with probability `dropout`;
+// skipped candidates return to the heap after the next merge, so each step draws afresh, as
+// the paper defines it. Stale entries are dropped before any draw.
+void BPEModel::apply_merges_heap(std::vector<Symbol>& syms, double dropout,
+                                 uint64_t* rng) const {
   PairCacheEntry* const cache = pair_cache;
   struct Candidate {
     uint32_t rank;
@@ -320,6 +324,7 @@ void BPEModel::apply_merges_heap(std::vector<Symbol>& syms) const {
     prev[i] = i == 0 ? none : static_cast<uint32_t>(i - 1);
   }
   std::priority_queue<Candidate, std::vector<Candidate>, std::greater<Candidate>> heap;
+  std::vector<Candidate> skipped;
   auto consider = [&](uint32_t left, uint32_t right) {
     if (left == none || right == none) return;
     uint32_t rank = 0;
@@ -331,11 +336,17 @@ void BPEModel::apply_merges_heap(std::vector<Symbol>& syms) const {
   for (std::size_t i = 0; i + 1 < n; ++i) {
     consider(static_cast<uint32_t>(i), static_cast<uint32_t>(i + 1));
   }
+  // A uniform draw in [0, 1) from the top 53 bits.
+  auto draw = [&] { return static_cast<double>(splitmix64(*rng) >> 11) * 0x1.0p-53; };
   while (!heap.empty()) {
     const Candidate c = heap.top();
     heap.pop();
     if (!alive[c.left] || !alive[c.right] || next[c.left] != c.right ||
         syms[c.left].id != c.left_id || syms[c.right].id != c.right_id) {
+      continue;
+    }
+    if (rng != nullptr && draw() < dropout) {
+      skipped.push_back(c);
       continue;
     }
     uint32_t rank = 0;
@@ -346,6 +357,8 @@ void BPEModel::apply_merges_heap(std::vector<Symbol>& syms) const {
     alive[c.right] = 0;
     next[c.left] = next[c.right];
     if (next[c.right] != none) prev[next[c.right]] = c.left;
+    for (const Candidate& s : skipped) heap.push(s);
+    skipped.clear();
     consider(prev[c.left], c.left);
     consider(c.left, next[c.left]);
   }
@@ -354,6 +367,22 @@ void BPEModel::apply_merges_heap(std::vector<Symbol>& syms) const {
     if (alive[i]) syms[out++] = syms[i];
   }
   syms.resize(out);
+}
+
+void BPEModel::encode_word_dropout(std::string_view word, double dropout, uint64_t& rng,
+                                   std::vector<TokenSpan>& out) const {
+  if (word.empty()) return;
+  uint32_t whole = 0;
+  if (options_.ignore_merges && lookup(word, whole)) {  // as encode_word: no merges to drop
+    const std::size_t len = options_.byte_symbols ? word.size() : utf8_count(word);
+    out.push_back({whole, 0, static_cast<uint32_t>(len)});
+    return;
+  }
+  std::vector<Symbol> syms;
+  syms.reserve(word.size() + 1);
+  initial_symbols(word, syms);
+  apply_merges_heap(syms, dropout, &rng);
+  for (const Symbol& s : syms) out.push_back({s.id, s.start, s.end});
 }
 
 void BPEModel::encode_word(std::string_view word, std::vector<TokenSpan>& out) const {

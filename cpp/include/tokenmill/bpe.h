@@ -36,6 +36,14 @@ struct TokenSpan {
 
 struct PairCacheEntry;  // bpe.cc: a per-thread cache of merge lookups
 
+// splitmix64: the next 64-bit value of the generator whose state is `state`.
+inline uint64_t splitmix64(uint64_t& state) {
+  uint64_t z = (state += 0x9E3779B97F4A7C15ULL);
+  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ULL;
+  z = (z ^ (z >> 27)) * 0x94D049BB133111EBULL;
+  return z ^ (z >> 31);
+}
+
 struct Merge {
   uint32_t left;
   uint32_t right;
@@ -63,6 +71,13 @@ class BPEModel {
   // Appends the tokens of one word (a pre-token) to out. Thread-safe.
   void encode_word(std::string_view word, std::vector<TokenSpan>& out) const;
 
+  // BPE-dropout (Provilkov et al., 2020): as encode_word, but at every step each applicable
+  // merge is skipped with probability `dropout`, in rank order, and the first one kept is
+  // applied; when all are skipped the word is done. `rng` is a splitmix64 state, advanced once
+  // per draw (tokenmill.reference.bpe draws in the same order). No caches are used.
+  void encode_word_dropout(std::string_view word, double dropout, uint64_t& rng,
+                           std::vector<TokenSpan>& out) const;
+
   // Applies merges by rank to a sequence of ids (the symbols a caller chose); the teaching path.
   std::vector<uint32_t> merge_ids(const std::vector<uint32_t>& ids) const;
 
@@ -74,7 +89,8 @@ class BPEModel {
   };
   void initial_symbols(std::string_view word, std::vector<Symbol>& syms) const;
   void apply_merges(std::vector<Symbol>& syms) const;
-  void apply_merges_heap(std::vector<Symbol>& syms) const;
+  void apply_merges_heap(std::vector<Symbol>& syms, double dropout = 0.0,
+                         uint64_t* rng = nullptr) const;
   bool lookup(std::string_view token, uint32_t& id) const;
   // cache: this thread's pair cache (looked up once per word: thread-local access is a call).
   bool find_merge(uint32_t left, uint32_t right, uint32_t& rank, uint32_t& result,

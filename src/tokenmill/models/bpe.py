@@ -36,11 +36,13 @@ class BPE:
                  unk_token: str | None = None, continuing_subword_prefix: str | None = None,
                  end_of_word_suffix: str | None = None, end_of_word_marker: str | None = None,
                  byte_fallback: bool = False, fuse_unk: bool = False,
-                 ignore_merges: bool = False, cache_capacity: int = 10000) -> None:
+                 ignore_merges: bool = False, cache_capacity: int = 10000,
+                 dropout: float | None = None) -> None:
         self._set(dict(vocab), [tuple(m) for m in merges], unk_token,  # type: ignore[misc]
                   continuing_subword_prefix, end_of_word_suffix, end_of_word_marker,
                   byte_fallback, fuse_unk, ignore_merges, cache_capacity)
         self._triples = self._merge_triples()  # checks every merge against the vocab
+        self.dropout = check_dropout(dropout)
 
     @classmethod
     def from_id_merges(cls, vocab: dict[str, int], triples: list[int], **options: Any) -> BPE:
@@ -56,6 +58,7 @@ class BPE:
                   options.pop("byte_fallback", False), options.pop("fuse_unk", False),
                   options.pop("ignore_merges", False), options.pop("cache_capacity", 10000),
                   by_id)
+        self.dropout = check_dropout(options.pop("dropout", None))
         if options:
             raise InputError(f"unknown BPE option {next(iter(options))!r}")
         self._triples = triples
@@ -139,14 +142,26 @@ class BPE:
 
     # -- encoding --------------------------------------------------------------------------
 
-    def encode_pieces(self, pieces: list[str]) -> list[int]:
+    def encode_pieces(self, pieces: list[str], *, dropout: float | None = None,
+                      seed: int = 0) -> list[int]:
         """Tokens of a batch of pre-tokens as one flat list ``[id, piece, start, end] * n``
-        (``start``/``end``: characters of the piece)."""
+        (``start``/``end``: characters of the piece).
+
+        With ``dropout`` (BPE-dropout, Provilkov et al. 2020), each applicable merge is skipped
+        with that probability at every step; ``seed`` makes the draws reproducible."""
+        if dropout:  # None and 0 merge as usual (and may use the caches)
+            return self._char_core.encode_words_dropout(pieces, check_dropout(dropout) or 0.0,
+                                                        seed & 0xFFFFFFFFFFFFFFFF)
         return self._char_core.encode_words(pieces)
 
-    def encode_word(self, word: str) -> list[str]:
-        """The tokens of one pre-token."""
-        flat = self._char_core.encode_words([word])
+    def encode_word(self, word: str, *, dropout: float | None = None, seed: int = 0) -> list[str]:
+        """The tokens of one pre-token (with BPE-dropout if ``dropout`` is given).
+
+        >>> bpe = BPE({"a": 0, "b": 1, "ab": 2}, [("a", "b")])
+        >>> bpe.encode_word("ab"), bpe.encode_word("ab", dropout=1.0)
+        (['ab'], ['a', 'b'])
+        """
+        flat = self.encode_pieces([word], dropout=dropout, seed=seed)
         return [self._id_to_token[i] for i in flat[0::4]]
 
     def merge_symbols(self, symbols: Sequence[str]) -> list[str]:
@@ -190,7 +205,7 @@ class BPE:
     def to_dict(self) -> dict[str, Any]:
         out: dict[str, Any] = {
             "type": MARKER_TYPE if self.end_of_word_marker else "BPE",
-            "dropout": None,
+            "dropout": self.dropout,
             "unk_token": self.unk_token,
             "continuing_subword_prefix": self.continuing_subword_prefix,
             "end_of_word_suffix": self.end_of_word_suffix,
@@ -213,9 +228,10 @@ class BPE:
                 if type(i) is not int or not 0 <= i < 2**32:
                     raise FormatError(f"{where}.vocab[{token!r}]: expected an id (integer "
                                       f">= 0), got {i!r}")
-        if field(data, "dropout", (float, int), where, None) not in (None, 0, 0.0):
-            raise FormatError(f"{where}.dropout: BPE-dropout is not supported by this version; "
-                              "expected null")
+        dropout = field(data, "dropout", (float, int), where, None)
+        if dropout is not None and not 0 <= dropout <= 1:
+            raise FormatError(f"{where}.dropout: expected a probability in [0, 1] or null, got "
+                              f"{dropout!r}")
         raw = field(data, "merges", list, where, [])
         try:
             # Both spellings: "left right" strings (older files) and [left, right] lists.
@@ -242,9 +258,17 @@ class BPE:
                 byte_fallback=field(data, "byte_fallback", bool, where, False),
                 fuse_unk=field(data, "fuse_unk", bool, where, False),
                 ignore_merges=field(data, "ignore_merges", bool, where, False),
+                dropout=dropout,
             )
         except InputError as e:
             raise FormatError(f"{where}: {e}") from None
+
+
+def check_dropout(dropout: float | None) -> float | None:
+    """``dropout`` if it is None or a probability, else an InputError saying so."""
+    if dropout is not None and (isinstance(dropout, bool) or not 0 <= dropout <= 1):
+        raise InputError(f"dropout must be a probability in [0, 1], got {dropout!r}")
+    return None if dropout is None else float(dropout)
 
 
 # The marker variant is read by the same class.
