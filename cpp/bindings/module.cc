@@ -268,7 +268,6 @@ NB_MODULE(_core, m) {
              const std::string& continuing_subword_prefix, const std::string& end_of_word_suffix,
              int64_t end_of_word_marker_id, bool byte_fallback, bool fuse_unk, bool ignore_merges,
              std::size_t cache_capacity, bool byte_symbols) {
-            // Tokens are str (UTF-8) or, for byte-level models, raw bytes.
             // Tokens are str; with byte_symbols they are spelled in GPT-2's byte alphabet and
             // the core keeps their raw bytes (tokens outside the alphabet cannot be formed from
             // bytes and are left out).
@@ -313,28 +312,43 @@ NB_MODULE(_core, m) {
   m.def("pretokenize", &pretokenize, "pattern"_a, "text"_a);
   m.def(
       "load_ranks",
-      [](const nb::bytes& data) {
-        // (tokens spelled in the byte alphabet, ranks, merge triples, unreachable ranks)
+      [](const nb::bytes& data, std::size_t cache_capacity) {
+        // (tokens spelled in the byte alphabet, ranks, merge triples as packed native uint32
+        // (a list of 600k ints would be the largest object of the loaded tokenizer),
+        // unreachable ranks, and the byte-level model tiktoken's rules describe: whole pieces
+        // first, then merges)
         std::vector<std::string> spelled;
         std::vector<uint32_t> ranks;
         std::vector<uint32_t> flat;
         std::vector<uint32_t> unreachable;
+        BPEModel* model = nullptr;
         {
           const std::string_view view(data.c_str(), data.size());
           nb::gil_scoped_release release;
           tokenmill::RanksFile file = tokenmill::parse_ranks(view);
-          for (const auto& m : tokenmill::derive_merges(file.tokens, file.ranks, unreachable)) {
-            flat.insert(flat.end(), {m.left, m.right, m.result});
-          }
+          const std::vector<tokenmill::Merge> merges =
+              tokenmill::derive_merges(file.rank_of, file.tokens, file.ranks, unreachable);
+          flat.reserve(3 * merges.size());
+          for (const auto& m : merges) flat.insert(flat.end(), {m.left, m.right, m.result});
           spelled.reserve(file.tokens.size());
           for (const std::string& t : file.tokens) {
             spelled.push_back(tokenmill::spell_byte_alphabet(t));
           }
+          if (unreachable.empty()) {
+            BPEOptions opt;
+            opt.byte_symbols = true;
+            opt.ignore_merges = true;
+            opt.cache_capacity = cache_capacity;
+            model = new BPEModel(std::move(file.rank_of), merges, opt);
+          }
           ranks = std::move(file.ranks);
         }
-        return nb::make_tuple(spelled, ranks, flat, unreachable);
+        nb::object core = model != nullptr ? nb::cast(model, nb::rv_policy::take_ownership)
+                                           : nb::none();
+        nb::bytes packed(flat.data(), flat.size() * sizeof(uint32_t));
+        return nb::make_tuple(spelled, ranks, packed, unreachable, core);
       },
-      "data"_a);
+      "data"_a, "cache_capacity"_a);
   m.def(
       "derive_merges",
       [](const std::vector<nb::bytes>& tokens, const std::vector<uint32_t>& ranks) {

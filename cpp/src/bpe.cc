@@ -16,6 +16,7 @@ namespace tokenmill {
 namespace {
 
 constexpr uint32_t kNoRank = std::numeric_limits<uint32_t>::max();
+constexpr uint64_t kNoMerge = ~uint64_t{0};
 // Up to this many symbols, a scan of the pair ranks per merge (two lookups each) beats a heap;
 // beyond it the heap keeps long pieces O(n log n). Measured on Chinese (pieces of 20-100
 // bytes): 48 beat 256 by a fifth.
@@ -59,79 +60,83 @@ bool decode_byte_alphabet(std::string_view token, std::string& out) {
   return true;
 }
 
+StringMap vocab_map(const std::vector<std::string>& tokens, const std::vector<uint32_t>& ids) {
+  if (tokens.size() != ids.size()) throw Error("vocab tokens and ids differ in length");
+  StringMap map;
+  map.reserve(tokens.size());
+  for (std::size_t i = 0; i < tokens.size(); ++i) map.insert(tokens[i], ids[i]);
+  return map;
+}
+
 std::vector<Merge> derive_merges(const std::vector<std::string>& tokens,
                                  const std::vector<uint32_t>& ranks,
                                  std::vector<uint32_t>& unreachable) {
+  return derive_merges(vocab_map(tokens, ranks), tokens, ranks, unreachable);
+}
+
+// Tokens in rank order; each one's merge is found by merging its bytes by rank with the merges
+// found so far (all of lower rank): a token that byte-pair merging can make ends as exactly two
+// parts, and joining those is its merge. Keying the merges by id pairs makes each step two
+// integer hashes rather than a string lookup per way of splitting the token.
+std::vector<Merge> derive_merges(const StringMap& rank_of, const std::vector<std::string>& tokens,
+                                 const std::vector<uint32_t>& ranks,
+                                 std::vector<uint32_t>& unreachable) {
   if (tokens.size() != ranks.size()) throw Error("tokens and ranks differ in length");
-  StringMap rank_of;
-  rank_of.reserve(tokens.size());
-  for (std::size_t i = 0; i < tokens.size(); ++i) rank_of.insert(tokens[i], ranks[i]);
-  auto rank = [&](std::string_view t, uint32_t& r) { return rank_of.find(t, r); };
   std::vector<std::size_t> order(tokens.size());
   for (std::size_t i = 0; i < order.size(); ++i) order[i] = i;
   std::sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) {
     return ranks[a] < ranks[b];
   });
+  int64_t byte_rank[256];
+  for (int b = 0; b < 256; ++b) {
+    uint32_t r = 0;
+    byte_rank[b] = rank_of.find(std::string(1, static_cast<char>(b)), r) ? r : -1;
+  }
+  PairMap made;  // (left, right) -> the rank of the token they make
+  made.reserve(tokens.size());
   std::vector<Merge> merges;
-  std::vector<std::string_view> parts;
+  merges.reserve(tokens.size());
+  std::vector<uint32_t> parts;
   for (std::size_t k : order) {
-    const std::string_view token = tokens[k];
+    const std::string& token = tokens[k];
     if (token.size() < 2) continue;
     const uint32_t limit = ranks[k];
-    // Usually one split of the token has two lower-ranked halves: that is the merge. Only
-    // when several do must merging by rank decide between them.
-    uint32_t left = 0;
-    uint32_t right = 0;
-    int splits = 0;
-    for (std::size_t cut = 1; cut < token.size() && splits < 2; ++cut) {
-      uint32_t a = 0;
-      uint32_t b = 0;
-      if (rank(token.substr(0, cut), a) && a < limit && rank(token.substr(cut), b) &&
-          b < limit) {
-        left = a;
-        right = b;
-        ++splits;
-      }
+    parts.clear();
+    for (char c : token) {
+      const int64_t r = byte_rank[static_cast<unsigned char>(c)];
+      if (r >= 0) parts.push_back(static_cast<uint32_t>(r));
     }
-    if (splits == 0) {
+    if (parts.size() != token.size()) parts.clear();  // a byte without a rank: unreachable
+    while (parts.size() > 2) {
+      uint64_t best = kNoMerge;
+      std::size_t at = 0;
+      for (std::size_t i = 0; i + 1 < parts.size(); ++i) {
+        uint64_t rank = 0;
+        if (made.find(pair_key(parts[i], parts[i + 1]), rank) && rank < best) {
+          best = rank;
+          at = i;
+        }
+      }
+      if (best == kNoMerge) break;
+      parts[at] = static_cast<uint32_t>(best);
+      parts.erase(parts.begin() + static_cast<std::ptrdiff_t>(at) + 1);
+    }
+    if (parts.size() != 2) {
       unreachable.push_back(limit);
       continue;
     }
-    if (splits > 1) {
-      parts.clear();
-      for (std::size_t i = 0; i < token.size(); ++i) parts.push_back(token.substr(i, 1));
-      // Merge by rank as encoding would, with the ranks below this token's only.
-      while (parts.size() > 2) {
-        uint32_t best = kNoRank;
-        std::size_t at = 0;
-        for (std::size_t i = 0; i + 1 < parts.size(); ++i) {
-          const std::string_view joined(parts[i].data(), parts[i].size() + parts[i + 1].size());
-          uint32_t r = 0;
-          if (rank(joined, r) && r < limit && r < best) {
-            best = r;
-            at = i;
-          }
-        }
-        if (best == kNoRank) break;
-        parts[at] = std::string_view(parts[at].data(), parts[at].size() + parts[at + 1].size());
-        parts.erase(parts.begin() + static_cast<std::ptrdiff_t>(at) + 1);
-      }
-      if (parts.size() != 2 || !rank(parts[0], left) || !rank(parts[1], right)) {
-        unreachable.push_back(limit);
-        continue;
-      }
-    }
-    merges.push_back({left, right, limit});
+    merges.push_back({parts[0], parts[1], limit});
+    made.insert(pair_key(parts[0], parts[1]), limit);
   }
   return merges;
 }
 
 BPEModel::BPEModel(const std::vector<std::string>& tokens, const std::vector<uint32_t>& ids,
                    const std::vector<Merge>& merges, BPEOptions options)
-    : options_(std::move(options)), serial_(next_serial.fetch_add(1)) {
-  if (tokens.size() != ids.size()) throw Error("vocab tokens and ids differ in length");
-  vocab_.reserve(tokens.size());
-  for (std::size_t i = 0; i < tokens.size(); ++i) vocab_.insert(tokens[i], ids[i]);
+    : BPEModel(vocab_map(tokens, ids), merges, std::move(options)) {}
+
+BPEModel::BPEModel(StringMap vocab, const std::vector<Merge>& merges, BPEOptions options)
+    : options_(std::move(options)), serial_(next_serial.fetch_add(1)), vocab_(std::move(vocab)) {
   merges_.reserve(merges.size());
   for (std::size_t rank = 0; rank < merges.size(); ++rank) {
     const Merge& m = merges[rank];
@@ -172,9 +177,8 @@ struct PairCacheEntry {
   uint64_t key;
   uint64_t value;  // packed rank/result, or kNoMerge
 };
-constexpr std::size_t kPairCacheSize = 1024;
-constexpr int kPairCacheBits = __builtin_ctzll(kPairCacheSize);
-constexpr uint64_t kNoMerge = ~uint64_t{0};
+constexpr int kPairCacheBits = 12;
+constexpr std::size_t kPairCacheSize = std::size_t{1} << kPairCacheBits;
 namespace {
 thread_local PairCacheEntry pair_cache[kPairCacheSize];
 }  // namespace

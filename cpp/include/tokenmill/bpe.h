@@ -61,12 +61,21 @@ bool decode_byte_alphabet(std::string_view token, std::string& out);
 std::vector<Merge> derive_merges(const std::vector<std::string>& tokens,
                                  const std::vector<uint32_t>& ranks,
                                  std::vector<uint32_t>& unreachable);
+// The same with the token -> rank map already built (rank_of holds exactly tokens/ranks).
+std::vector<Merge> derive_merges(const StringMap& rank_of, const std::vector<std::string>& tokens,
+                                 const std::vector<uint32_t>& ranks,
+                                 std::vector<uint32_t>& unreachable);
+
+// token -> id for every pair (the map BPEModel and derive_merges look tokens up in).
+StringMap vocab_map(const std::vector<std::string>& tokens, const std::vector<uint32_t>& ids);
 
 class BPEModel {
  public:
   // vocab: (token, id) pairs; merges in rank order (rank = index).
   BPEModel(const std::vector<std::string>& tokens, const std::vector<uint32_t>& ids,
            const std::vector<Merge>& merges, BPEOptions options);
+  // The same from the vocabulary's map (vocab_map), which the model takes over.
+  BPEModel(StringMap vocab, const std::vector<Merge>& merges, BPEOptions options);
 
   // Appends the tokens of one word (a pre-token) to out. Thread-safe.
   void encode_word(std::string_view word, std::vector<TokenSpan>& out) const;

@@ -18,6 +18,7 @@ from tokenmill.pre_tokenizers import bytes_to_unicode
 # Marker models cannot be written as Hugging Face "BPE": that schema has no separate
 # end-of-word symbol, so `tokenizers` would silently produce other ids. They get their own name.
 MARKER_TYPE = "tokenmill.BPE"
+CACHE_CAPACITY = 10000  # words the core remembers by default
 
 
 @register("model", "BPE")
@@ -36,43 +37,46 @@ class BPE:
                  unk_token: str | None = None, continuing_subword_prefix: str | None = None,
                  end_of_word_suffix: str | None = None, end_of_word_marker: str | None = None,
                  byte_fallback: bool = False, fuse_unk: bool = False,
-                 ignore_merges: bool = False, cache_capacity: int = 10000,
+                 ignore_merges: bool = False, cache_capacity: int = CACHE_CAPACITY,
                  dropout: float | None = None) -> None:
         self._set(dict(vocab), [tuple(m) for m in merges], unk_token,  # type: ignore[misc]
                   continuing_subword_prefix, end_of_word_suffix, end_of_word_marker,
                   byte_fallback, fuse_unk, ignore_merges, cache_capacity)
-        self._triples = self._merge_triples()  # checks every merge against the vocab
+        self._triples: Sequence[int] = self._merge_triples()  # checks each merge against the vocab
         self.dropout = check_dropout(dropout)
 
     @classmethod
-    def from_id_merges(cls, vocab: dict[str, int], triples: list[int], **options: Any) -> BPE:
+    def from_id_merges(cls, vocab: dict[str, int], triples: Sequence[int], *,
+                       byte_level_core: _core.BPEModel | None = None, **options: Any) -> BPE:
         """A model from merges given as flat ``(left id, right id, result id)`` triples that the
-        caller vouches for (the core derived them): nothing is re-checked, which is what makes
-        loading a 200k-token vocabulary quick."""
+        caller vouches for (the core derived them): nothing is re-checked, and the merges as
+        token pairs (and the id -> token map) are only built if asked for, which is what makes
+        loading a 200k-token vocabulary quick. ``byte_level_core``, if the caller built it
+        with the same vocabulary, merges and options, saves building it again."""
         self = cls.__new__(cls)
-        by_id = {i: t for t, i in vocab.items()}
-        merges = [(by_id[triples[k]], by_id[triples[k + 1]]) for k in range(0, len(triples), 3)]
-        self._set(vocab, merges, options.pop("unk_token", None),
+        self._set(vocab, None, options.pop("unk_token", None),
                   options.pop("continuing_subword_prefix", None),
                   options.pop("end_of_word_suffix", None), options.pop("end_of_word_marker", None),
                   options.pop("byte_fallback", False), options.pop("fuse_unk", False),
-                  options.pop("ignore_merges", False), options.pop("cache_capacity", 10000),
-                  by_id)
+                  options.pop("ignore_merges", False),
+                  options.pop("cache_capacity", CACHE_CAPACITY))
         self.dropout = check_dropout(options.pop("dropout", None))
         if options:
             raise InputError(f"unknown BPE option {next(iter(options))!r}")
         self._triples = triples
+        if byte_level_core is not None:
+            self.__dict__["byte_level_core"] = byte_level_core  # the cached property's slot
         return self
 
-    def _set(self, vocab: dict[str, int], merges: list[tuple[str, str]], unk_token: str | None,
-             continuing_subword_prefix: str | None, end_of_word_suffix: str | None,
-             end_of_word_marker: str | None, byte_fallback: bool, fuse_unk: bool,
-             ignore_merges: bool, cache_capacity: int,
-             id_to_token: dict[int, str] | None = None) -> None:
+    def _set(self, vocab: dict[str, int], merges: list[tuple[str, str]] | None,
+             unk_token: str | None, continuing_subword_prefix: str | None,
+             end_of_word_suffix: str | None, end_of_word_marker: str | None, byte_fallback: bool,
+             fuse_unk: bool, ignore_merges: bool, cache_capacity: int) -> None:
         if end_of_word_marker and end_of_word_suffix:
             raise InputError("give end_of_word_marker or end_of_word_suffix, not both")
         self.vocab = vocab
-        self.merges = merges
+        if merges is not None:
+            self.__dict__["merges"] = merges  # else built from the triples on first use
         self.unk_token = unk_token
         self.continuing_subword_prefix = continuing_subword_prefix
         self.end_of_word_suffix = end_of_word_suffix
@@ -81,11 +85,20 @@ class BPE:
         self.fuse_unk = fuse_unk
         self.ignore_merges = ignore_merges
         self.cache_capacity = cache_capacity
-        self._id_to_token = id_to_token if id_to_token is not None else \
-            {i: t for t, i in vocab.items()}
         for name, token in (("unk_token", unk_token), ("end_of_word_marker", end_of_word_marker)):
             if token is not None and token not in vocab:
                 raise InputError(f"{name} {token!r} is not in the vocab")
+
+    @functools.cached_property
+    def merges(self) -> list[tuple[str, str]]:
+        """The merges in rank order, as (left, right) token pairs."""
+        by_id = self._id_to_token
+        t = self._triples
+        return [(by_id[t[k]], by_id[t[k + 1]]) for k in range(0, len(t), 3)]
+
+    @functools.cached_property
+    def _id_to_token(self) -> dict[int, str]:
+        return {i: t for t, i in self.vocab.items()}
 
     @functools.cached_property
     def _char_core(self) -> _core.BPEModel:
