@@ -21,6 +21,7 @@ CLASSES = [
     ("kSpace", r"\s"),
     ("kUpperish", r"[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]"),
     ("kLowerish", r"[\p{Ll}\p{Lm}\p{Lo}\p{M}]"),
+    ("kWord", r"\w"),
 ]
 BLOCK = 256
 N_CODEPOINTS = 0x110000

@@ -82,7 +82,7 @@ std::vector<uint32_t> encode_words_dropout(const BPEModel& model,
 }
 
 tokenmill::SplitPattern split_pattern(int pattern) {
-  if (pattern < 0 || pattern > 2) throw tokenmill::Error("unknown split pattern id");
+  if (pattern < 0 || pattern > 3) throw tokenmill::Error("unknown split pattern id");
   return static_cast<tokenmill::SplitPattern>(pattern);
 }
 
@@ -377,7 +377,7 @@ NB_MODULE(_core, m) {
       .def(
           "__init__",
           [](tokenmill::PieceCounter* self, int pattern, std::size_t threads) {
-            if (pattern < 0 || pattern > 2) throw tokenmill::Error("unknown split pattern id");
+            if (pattern < 0 || pattern > 3) throw tokenmill::Error("unknown split pattern id");
             new (self) tokenmill::PieceCounter(static_cast<tokenmill::SplitPattern>(pattern),
                                                threads);
           },

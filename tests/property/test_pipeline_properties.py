@@ -56,6 +56,33 @@ def test_native_path_equals_python_path(byte_level, text):
     assert (fast.ids, fast.offsets, fast.tokens) == (slow.ids, slow.offsets, slow.tokens)
 
 
+@settings(max_examples=200, deadline=None)
+@given(st.lists(texts, max_size=6))
+def test_whitespace_pipelines_count_natively_as_in_python(docs):
+    # The core counts Whitespace's pieces (plain or spelled byte by byte) itself; an empty
+    # normalizer Sequence keeps the same pipeline on the Python path. Counts and their
+    # first-seen order must agree.
+    for steps in ([pre_tokenizers.Whitespace()],
+                  [pre_tokenizers.Whitespace(), pre_tokenizers.ByteLevel(use_regex=False)]):
+        pre = pre_tokenizers.Sequence(steps) if len(steps) > 1 else steps[0]
+        native = Tokenizer(BPE({}, []), pre_tokenizer=pre)
+        python = Tokenizer(BPE({}, []), normalizer=normalizers.Sequence([]), pre_tokenizer=pre)
+        assert pre_tokenizers.native_counting(pre) is not None
+        assert list(native.count_words(docs).items()) == list(python.count_words(docs).items())
+
+
+@settings(max_examples=200, deadline=None)
+@given(texts)
+def test_byte_level_words_native_path_equals_python_path(byte_level, text):
+    pre = pre_tokenizers.Sequence([pre_tokenizers.Whitespace(),
+                                   pre_tokenizers.ByteLevel(use_regex=False)])
+    fast = Tokenizer(byte_level.model, pre_tokenizer=pre, decoder=byte_level.decoder)
+    slow = Tokenizer(byte_level.model, normalizer=normalizers.Sequence([]), pre_tokenizer=pre)
+    assert fast.native_plan() is not None and slow.native_plan() is None
+    a, b = fast.encode(text), slow.encode(text)
+    assert (a.ids, a.offsets) == (b.ids, b.offsets)
+
+
 @settings(max_examples=300, deadline=None)
 @given(texts)
 def test_byte_level_offsets_cover_token_bytes(byte_level, text):

@@ -16,6 +16,7 @@ enum : uint8_t {
   kSpace = 4,      // \s
   kUpperish = 8,   // [\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]
   kLowerish = 16,  // [\p{Ll}\p{Lm}\p{Lo}\p{M}]
+  kWord = 32,      // \w
 };
 
 // The generated two-stage table (unicode.cc): a block index per 256 code points, then a flags
@@ -37,9 +38,10 @@ const char* table_source();
 struct AsciiTable {
   uint8_t flags[128];
   constexpr AsciiTable() : flags() {
-    for (int c = 'a'; c <= 'z'; ++c) flags[c] = kLetter | kLowerish;
-    for (int c = 'A'; c <= 'Z'; ++c) flags[c] = kLetter | kUpperish;
-    for (int c = '0'; c <= '9'; ++c) flags[c] = kNumber;
+    for (int c = 'a'; c <= 'z'; ++c) flags[c] = kLetter | kLowerish | kWord;
+    for (int c = 'A'; c <= 'Z'; ++c) flags[c] = kLetter | kUpperish | kWord;
+    for (int c = '0'; c <= '9'; ++c) flags[c] = kNumber | kWord;
+    flags['_'] = kWord;
     for (int c = 9; c <= 13; ++c) flags[c] = kSpace;  // \t \n \v \f \r
     flags[' '] = kSpace;
     // 0x1c-0x1f are not \s in the regex module (they are for Python's str.isspace)
