@@ -26,10 +26,6 @@ constexpr std::size_t kMaxCachedWordBytes = 64;
 
 std::atomic<uint64_t> next_serial{1};  // model serial numbers; 0 marks an empty cache slot
 
-uint64_t pair_key(uint32_t left, uint32_t right) {
-  return (static_cast<uint64_t>(left) << 32) | right;
-}
-
 }  // namespace
 
 bool decode_byte_alphabet(std::string_view token, std::string& out) {
@@ -149,6 +145,7 @@ BPEModel::BPEModel(StringMap vocab, const std::vector<Merge>& merges, BPEOptions
     const std::string single(1, static_cast<char>(b));
     symbol_of_byte_[b] = options_.byte_symbols && lookup(single, id) ? id : -1;
   }
+  if (options_.byte_symbols) build_char_starts(merges);
   // Byte fallback works character by character, as in Hugging Face: a character falls back
   // to <0xNN> tokens when every one of its bytes has one (a vocabulary may hold only some).
   have_bytes_ = false;
@@ -209,15 +206,7 @@ bool BPEModel::all_bytes_known(std::string_view ch) const {
 
 void BPEModel::initial_symbols(std::string_view word, std::vector<Symbol>& syms) const {
   if (options_.byte_symbols) {
-    for (std::size_t i = 0; i < word.size(); ++i) {
-      const int64_t id = symbol_of_byte_[static_cast<unsigned char>(word[i])];
-      const auto at = static_cast<uint32_t>(i);
-      if (id >= 0) {
-        syms.push_back({static_cast<uint32_t>(id), at, at + 1});
-      } else if (options_.unk_id >= 0) {
-        syms.push_back({static_cast<uint32_t>(options_.unk_id), at, at + 1});
-      }
-    }
+    initial_byte_symbols(word, syms);
     return;
   }
   const std::size_t n_chars = utf8_count(word);

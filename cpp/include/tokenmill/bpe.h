@@ -36,6 +36,11 @@ struct TokenSpan {
 
 struct PairCacheEntry;  // bpe.cc: a per-thread cache of merge lookups
 
+// The merge table's key of a pair of ids.
+inline uint64_t pair_key(uint32_t left, uint32_t right) {
+  return (static_cast<uint64_t>(left) << 32) | right;
+}
+
 // splitmix64: the next 64-bit value of the generator whose state is `state`.
 inline uint64_t splitmix64(uint64_t& state) {
   uint64_t z = (state += 0x9E3779B97F4A7C15ULL);
@@ -97,6 +102,7 @@ class BPEModel {
     uint32_t end;
   };
   void initial_symbols(std::string_view word, std::vector<Symbol>& syms) const;
+  void initial_byte_symbols(std::string_view word, std::vector<Symbol>& syms) const;
   void apply_merges(std::vector<Symbol>& syms) const;
   void apply_merges_heap(std::vector<Symbol>& syms, double dropout = 0.0,
                          uint64_t* rng = nullptr) const;
@@ -114,6 +120,20 @@ class BPEModel {
   int64_t byte_ids_[256];  // <0xNN> tokens (byte_fallback); -1 where the vocabulary has none
   bool have_bytes_ = false;
   int64_t symbol_of_byte_[256];  // byte_symbols: each byte's token, -1 if not in the vocab
+
+  // byte_symbols: characters that may start as their own token rather than as their bytes,
+  // given the characters beside them (bpe_chars.cc says when that gives the same merges).
+  struct CharStart {
+    uint32_t token;     // the character's token
+    uint32_t contexts;  // its first entry in char_contexts_: `lefts` left ones, then `rights`
+    uint16_t lefts;
+    uint16_t rights;
+  };
+  void build_char_starts(const std::vector<Merge>& merges);
+  bool starts_whole(const CharStart& c, std::string_view prev, std::string_view next) const;
+  std::vector<uint32_t> char_start_of_;  // code point below U+10000 -> char_starts_ index
+  std::vector<CharStart> char_starts_;
+  std::vector<std::string> char_contexts_;  // token bytes that must not be beside it
 
   mutable std::mutex cache_mutex_;
   mutable std::unordered_map<std::string, std::vector<TokenSpan>> cache_;

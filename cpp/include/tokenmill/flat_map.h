@@ -141,6 +141,13 @@ class StringMap {
     return false;
   }
   std::size_t size() const { return size_; }
+  // Calls fn(key, value) for every entry, in no particular order.
+  template <typename Fn>
+  void for_each(Fn fn) const {
+    for (const Slot& s : slots_) {
+      if (s.offset != kEmpty) fn(view(s), s.value);
+    }
+  }
 
  private:
   static constexpr uint32_t kEmpty = ~uint32_t{0};  // offset of an unused slot
