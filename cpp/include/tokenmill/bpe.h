@@ -74,6 +74,10 @@ std::vector<Merge> derive_merges(const StringMap& rank_of, const std::vector<std
 // token -> id for every pair (the map BPEModel and derive_merges look tokens up in).
 StringMap vocab_map(const std::vector<std::string>& tokens, const std::vector<uint32_t>& ids);
 
+// True if every merge joins only single symbols or tokens that lower-ranked merges make (so
+// applying a merge never enables one of lower rank); bpe_long.cc relies on it.
+bool merges_build_up(const std::vector<Merge>& merges);
+
 class BPEModel {
  public:
   // vocab: (token, id) pairs; merges in rank order (rank = index).
@@ -106,6 +110,7 @@ class BPEModel {
   void apply_merges(std::vector<Symbol>& syms) const;
   void apply_merges_heap(std::vector<Symbol>& syms, double dropout = 0.0,
                          uint64_t* rng = nullptr) const;
+  void apply_merges_buckets(std::vector<Symbol>& syms, PairCacheEntry* cache) const;
   bool lookup(std::string_view token, uint32_t& id) const;
   // cache: this thread's pair cache (looked up once per word: thread-local access is a call).
   bool find_merge(uint32_t left, uint32_t right, uint32_t& rank, uint32_t& result,
@@ -115,6 +120,8 @@ class BPEModel {
   uint64_t serial_;  // distinguishes this model's entries in the per-thread pair cache
   StringMap vocab_;
   PairMap merges_;  // (left << 32 | right) -> (rank << 32 | result)
+  std::size_t merge_count_ = 0;
+  bool merges_build_up_ = false;  // long pieces may take apply_merges_buckets
   bool all_bytes_known(std::string_view ch) const;
 
   int64_t byte_ids_[256];  // <0xNN> tokens (byte_fallback); -1 where the vocabulary has none
