@@ -302,6 +302,21 @@ NB_MODULE(_core, m) {
       .def("encode_words", &encode_words, "words"_a)
       .def("encode_words_dropout", &encode_words_dropout, "words"_a, "dropout"_a, "seed"_a)
       .def(
+          "decode_bytes",
+          [](const BPEModel& model, const std::vector<uint32_t>& ids,
+             const std::vector<uint32_t>& skip, const std::vector<uint32_t>& stop) {
+            // (bytes, position of the first id it could not decode, or len(ids))
+            std::string out;
+            std::size_t stopped = 0;
+            {
+              nb::gil_scoped_release release;
+              out.reserve(ids.size() * 4);
+              stopped = model.decode_bytes(ids, skip, stop, out);
+            }
+            return nb::make_tuple(nb::bytes(out.data(), out.size()), stopped);
+          },
+          "ids"_a, "skip"_a, "stop"_a)
+      .def(
           "merge_ids",
           [](const BPEModel& model, const std::vector<uint32_t>& ids) {
             nb::gil_scoped_release release;

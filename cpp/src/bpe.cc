@@ -397,10 +397,13 @@ void BPEModel::encode_word(std::string_view word, std::vector<TokenSpan>& out) c
     return;
   }
   const bool cacheable = options_.cache_capacity > 0 && word.size() <= kMaxCachedWordBytes;
+  // Threads share the cache in shards, each behind its own lock, so they rarely wait on one
+  // another (a single lock made two threads slower than one).
+  CacheShard& shard = cache_[cacheable ? hash_bytes(word) % kCacheShards : 0];
   if (cacheable) {
-    std::lock_guard<std::mutex> lock(cache_mutex_);
-    auto it = cache_.find(std::string(word));
-    if (it != cache_.end()) {
+    std::lock_guard<std::mutex> lock(shard.mutex);
+    auto it = shard.words.find(std::string(word));
+    if (it != shard.words.end()) {
       out.insert(out.end(), it->second.begin(), it->second.end());
       return;
     }
@@ -414,9 +417,11 @@ void BPEModel::encode_word(std::string_view word, std::vector<TokenSpan>& out) c
   for (const Symbol& s : syms) result.push_back({s.id, s.start, s.end});
   out.insert(out.end(), result.begin(), result.end());
   if (cacheable) {
-    std::lock_guard<std::mutex> lock(cache_mutex_);
+    std::lock_guard<std::mutex> lock(shard.mutex);
     // A full cache stops growing rather than evicting: frequent words arrive early.
-    if (cache_.size() < options_.cache_capacity) cache_.emplace(std::string(word), std::move(result));
+    if (shard.words.size() * kCacheShards < options_.cache_capacity) {
+      shard.words.emplace(std::string(word), std::move(result));
+    }
   }
 }
 

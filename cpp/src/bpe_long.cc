@@ -1,4 +1,5 @@
-// Long pieces (a megabyte of one letter, a blob with no space): merging in linear time.
+// Long pieces (a megabyte of one letter, a blob with no space): merging in linear time; and
+// decoding byte-level ids back to bytes.
 //
 // In a vocabulary whose merges only ever join tokens made by lower-ranked merges (or single
 // symbols), as every trained vocabulary and every tiktoken file does (the constructor checks),
@@ -102,6 +103,30 @@ void BPEModel::apply_merges_buckets(std::vector<Symbol>& syms, PairCacheEntry* c
     if (nodes[i].prev != kDead) syms[out++] = {nodes[i].id, syms[i].start, nodes[i].end};
   }
   syms.resize(out);
+}
+
+std::size_t BPEModel::decode_bytes(const std::vector<uint32_t>& ids,
+                                   const std::vector<uint32_t>& skip,
+                                   const std::vector<uint32_t>& stop, std::string& out) const {
+  // The id -> bytes table costs 16 bytes an id: built when first needed, not at load.
+  std::call_once(decode_once_, [this] {
+    vocab_.for_each([this](std::string_view token, uint32_t id) {
+      if (id >= token_of_id_.size()) token_of_id_.resize(std::size_t{id} + 1);
+      token_of_id_[id] = token;
+    });
+  });
+  auto listed = [](const std::vector<uint32_t>& sorted, uint32_t id) {
+    return !sorted.empty() && std::binary_search(sorted.begin(), sorted.end(), id);
+  };
+  for (std::size_t k = 0; k < ids.size(); ++k) {
+    const uint32_t id = ids[k];
+    if (listed(skip, id)) continue;
+    if (id >= token_of_id_.size() || token_of_id_[id].data() == nullptr || listed(stop, id)) {
+      return k;
+    }
+    out.append(token_of_id_[id]);
+  }
+  return ids.size();
 }
 
 }  // namespace tokenmill

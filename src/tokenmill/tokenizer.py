@@ -372,8 +372,26 @@ class Tokenizer:
 
         return DecodeStream(self, skip_special_tokens=skip_special_tokens)
 
+    def _native_bytes(self, ids: Sequence[int], skip_special_tokens: bool) -> bytes | None:
+        """The bytes of ``ids`` from the byte-level core, when this is a byte-level pipeline
+        (ByteLevel decoder) and every id is a plain token of its model; else None (the caller
+        takes the general path, which also names a bad id)."""
+        core = self.model.byte_level_core if isinstance(self.decoder, ByteLevelDecoder) \
+            and isinstance(self.model, BPE) else None
+        if core is None:
+            return None
+        skip, stop = self._added.decode_lists[skip_special_tokens]
+        try:
+            data, stopped = core.decode_bytes(ids, skip, stop)
+        except TypeError:  # not a sequence of 32-bit ids
+            return None
+        return data if stopped == len(ids) else None
+
     def decode(self, ids: Sequence[int], *, skip_special_tokens: bool = True) -> str:
         """Text of ``ids``; special tokens are left out unless ``skip_special_tokens=False``."""
+        data = self._native_bytes(ids, skip_special_tokens)
+        if data is not None:
+            return data.decode("utf-8", errors="replace")
         tokens: list[str] = []
         special = self._added.special_ids
         for position, i in enumerate(ids):
@@ -391,6 +409,9 @@ class Tokenizer:
     def decode_bytes(self, ids: Sequence[int], *, skip_special_tokens: bool = False) -> bytes:
         """The raw bytes ``ids`` stand for: byte-level tokens give their bytes, so a character
         cut between tokens is kept whole in neither (tiktoken's ``decode_bytes``)."""
+        data = self._native_bytes(ids, skip_special_tokens)
+        if data is not None:
+            return data
         to_bytes = unicode_to_bytes()
         byte_level = isinstance(self.decoder, ByteLevelDecoder)
         out = bytearray()

@@ -96,6 +96,12 @@ class BPEModel {
   void encode_word_dropout(std::string_view word, double dropout, uint64_t& rng,
                            std::vector<TokenSpan>& out) const;
 
+  // byte_symbols: appends the bytes of each id's token to out, leaving out the ids in `skip`
+  // (sorted); stops at an id in `stop` (sorted) or one the model has no token for and returns
+  // its position, else ids.size(). Thread-safe.
+  std::size_t decode_bytes(const std::vector<uint32_t>& ids, const std::vector<uint32_t>& skip,
+                           const std::vector<uint32_t>& stop, std::string& out) const;
+
   // Applies merges by rank to a sequence of ids (the symbols a caller chose); the teaching path.
   std::vector<uint32_t> merge_ids(const std::vector<uint32_t>& ids) const;
 
@@ -142,8 +148,15 @@ class BPEModel {
   std::vector<CharStart> char_starts_;
   std::vector<std::string> char_contexts_;  // token bytes that must not be beside it
 
-  mutable std::mutex cache_mutex_;
-  mutable std::unordered_map<std::string, std::vector<TokenSpan>> cache_;
+  mutable std::once_flag decode_once_;  // token_of_id_ is built by the first decode
+  mutable std::vector<std::string_view> token_of_id_;
+
+  static constexpr std::size_t kCacheShards = 16;
+  struct CacheShard {
+    std::mutex mutex;
+    std::unordered_map<std::string, std::vector<TokenSpan>> words;
+  };
+  mutable CacheShard cache_[kCacheShards];  // recent words -> their tokens
 };
 
 }  // namespace tokenmill
