@@ -139,13 +139,15 @@ def _inspect(args: argparse.Namespace) -> int:
     reason = model.hf_compatible
     lines = [
         ("file", args.tokenizer),
-        ("model", f"BPE, {model.vocab_size} tokens, {len(model.merges)} merges"),
+        ("model", f"BPE, {model.vocab_size} tokens, {len(model.merges)} merges"
+         if hasattr(model, "merges") else f"{model.type_name}, {model.vocab_size} tokens"),
         ("vocab size", f"{tok.get_vocab_size()} (with added tokens)"),
         ("added tokens", ", ".join(repr(t.content) for t in tok.added_tokens) or "none"),
         ("unk token", repr(model.unk_token) if model.unk_token else "none"),
-        ("end of word", repr(model.end_of_word_marker) + " (marker)" if model.end_of_word_marker
-         else repr(model.end_of_word_suffix) + " (suffix)" if model.end_of_word_suffix
-         else "none"),
+        ("end of word", repr(model.end_of_word_marker) + " (marker)"
+         if getattr(model, "end_of_word_marker", None)
+         else repr(model.end_of_word_suffix) + " (suffix)"
+         if getattr(model, "end_of_word_suffix", None) else "none"),
         ("normalizer", name(tok.normalizer)),
         ("pre-tokenizer", name(tok.pre_tokenizer)),
         ("post-processor", name(tok.post_processor)),

@@ -8,7 +8,7 @@ import os
 from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence, Set
 from itertools import islice
-from typing import TYPE_CHECKING, Any, Literal, cast
+from typing import TYPE_CHECKING, Any, Literal, Protocol, TypeVar, cast
 
 from tokenmill import _core
 from tokenmill._io import atomic_write_text, check_text
@@ -17,14 +17,34 @@ from tokenmill.decoders import ByteLevel as ByteLevelDecoder
 from tokenmill.encoding import Encoding, Padding, Truncation
 from tokenmill.errors import InputError
 from tokenmill.models.bpe import BPE
+from tokenmill.models.wordpiece import WordPiece
 from tokenmill.normalized import NormalizedString
 from tokenmill.pre_tokenizers import native_counting, spell_bytes, unicode_to_bytes
-from tokenmill.trainers.bpe import BPETrainer, TrainResult
 
 if TYPE_CHECKING:
     from tokenmill.streaming import DecodeStream
 
 Special = Literal["all"] | Set[str] | Sequence[str]
+# The models a Tokenizer can hold.
+Model = BPE | WordPiece
+
+
+class _Result(Protocol):
+    @property
+    def model(self) -> Any: ...
+
+
+R = TypeVar("R", bound=_Result, covariant=True)
+
+
+class Trainer(Protocol[R]):
+    """What training needs of a trainer (BPETrainer, WordPieceTrainer): its special tokens, and
+    a result holding the model."""
+
+    @property
+    def special_tokens(self) -> tuple[str, ...]: ...
+
+    def train_from_counts(self, counts: Mapping[str, int]) -> R: ...
 
 
 class Tokenizer:
@@ -36,12 +56,13 @@ class Tokenizer:
     [2]
     """
 
-    def __init__(self, model: BPE, *, normalizer: Any = None, pre_tokenizer: Any = None,
+    def __init__(self, model: Model, *, normalizer: Any = None, pre_tokenizer: Any = None,
                  post_processor: Any = None, decoder: Any = None,
                  added_tokens: Sequence[AddedToken] = (), truncation: Truncation | None = None,
                  padding: Padding | None = None,
                  special_tokens_in_text: Literal["match", "error"] = "match") -> None:
-        self.model = model
+        # Any model of the pipeline; each is used through the methods they share.
+        self.model: Any = model
         self.normalizer = normalizer
         self.pre_tokenizer = pre_tokenizer
         self.post_processor = post_processor
@@ -399,14 +420,14 @@ class Tokenizer:
         return counts
 
     def train_from_iterator(self, texts: Iterable[str] | Iterable[list[str]],
-                            trainer: BPETrainer) -> TrainResult:
+                            trainer: Trainer[R]) -> R:
         """Learn the model from texts, or batches (lists) of texts, pre-tokenized with this
         tokenizer's own pipeline; the texts are streamed, never held together."""
         from tokenmill.corpus import documents_from
 
         return self.train_from_counts(self.count_words(documents_from(texts)), trainer)
 
-    def train_from_counts(self, counts: Mapping[str, int], trainer: BPETrainer) -> TrainResult:
+    def train_from_counts(self, counts: Mapping[str, int], trainer: Trainer[R]) -> R:
         """Learn the model from pre-token counts; special tokens become added tokens."""
         result = trainer.train_from_counts(counts)
         self.model = result.model
