@@ -2,6 +2,7 @@
 // every loop over text. C++ errors become tokenmill.errors.InputError (a TokenmillError) here and only here.
 #include <nanobind/nanobind.h>
 #include <nanobind/stl/function.h>
+#include <nanobind/stl/pair.h>
 #include <nanobind/stl/string.h>
 #include <nanobind/stl/tuple.h>
 #include <nanobind/stl/vector.h>
@@ -12,6 +13,7 @@
 #include <tuple>
 #include <vector>
 
+#include "tokenmill/bert.h"
 #include "tokenmill/bpe.h"
 #include "tokenmill/bpe_trainer.h"
 #include "tokenmill/count.h"
@@ -263,6 +265,29 @@ nb::tuple train_wordpiece(const std::vector<std::string>& words,
   return nb::make_tuple(result.vocab, merges, result.alphabet_size, result.words_dropped);
 }
 
+
+// A batch of texts through BERT's normalizer, pre-tokenizer and WordPiece: per text its ids, or
+// (ids, starts, ends) with character offsets.
+nb::list bert_encode_batch(const tokenmill::WordPieceModel& model,
+                           const tokenmill::BertPipeline& pipeline,
+                           const std::vector<std::string>& texts, std::size_t threads,
+                           bool with_offsets) {
+  std::vector<tokenmill::Encoded> results;
+  {
+    nb::gil_scoped_release release;
+    results = pipeline.encode_texts(model, texts, threads);
+  }
+  nb::list out;
+  for (auto& e : results) {
+    if (with_offsets) {
+      out.append(nb::make_tuple(std::move(e.ids), std::move(e.starts), std::move(e.ends)));
+    } else {
+      out.append(nb::cast(std::move(e.ids)));
+    }
+  }
+  return out;
+}
+
 }  // namespace
 
 NB_MODULE(_core, m) {
@@ -428,5 +453,12 @@ NB_MODULE(_core, m) {
   m.def("train_wordpiece", &train_wordpiece, "words"_a, "counts"_a, "vocab_size"_a,
         "min_frequency"_a, "special_tokens"_a, "initial_alphabet"_a, "limit_alphabet"_a,
         "continuing_subword_prefix"_a, "progress"_a.none());
+  nb::class_<tokenmill::BertPipeline>(m, "BertPipeline")
+      .def(nb::init<const std::vector<std::pair<uint32_t, std::string>>&,
+                    const std::vector<std::pair<uint32_t, uint32_t>>&,
+                    const std::vector<uint32_t>&, const std::vector<uint32_t>&>(),
+           "changed"_a, "cjk"_a, "punctuation"_a, "spaces"_a);
+  m.def("bert_encode_batch", &bert_encode_batch, "model"_a, "pipeline"_a, "texts"_a,
+        "threads"_a, "with_offsets"_a);
   // ---- end WordPiece -----------------------------------------------------------------------------
 }

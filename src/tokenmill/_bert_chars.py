@@ -107,6 +107,12 @@ def decomposed() -> frozenset[int]:
                      if not unicodedata.is_normalized("NFD", chr(cp)))
 
 
+@functools.cache
+def lowercased() -> frozenset[int]:
+    """The characters lowercasing changes."""
+    return frozenset(cp for cp in range(sys.maxunicode + 1) if chr(cp).lower() != chr(cp))
+
+
 def character_class(code_points: frozenset[int] | set[int]) -> str:
     """A regex character class (``[...]``) matching exactly ``code_points``."""
     parts = []

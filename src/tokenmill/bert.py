@@ -8,6 +8,7 @@ in ``_bert_chars``.
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import unicodedata
 from collections.abc import Iterator
@@ -16,9 +17,10 @@ from typing import Any, Self
 
 import regex
 
-from tokenmill import _bert_chars
+from tokenmill import _bert_chars, _core
 from tokenmill._registry import field, register
 from tokenmill.decoders import Decoder
+from tokenmill.encoding import Encoding
 from tokenmill.errors import FormatError, InputError
 from tokenmill.normalized import NormalizedString
 from tokenmill.normalizers import WHITE_SPACE, Lowercase, Normalizer
@@ -231,6 +233,77 @@ class BertProcessing(TemplateProcessing):
         return cls(sep=token("sep"), cls=token("cls"))
 
 
+# ---- the core's twin of the whole pipeline ---------------------------------------------------
+
+def native_plan(tok: Any) -> tuple[_core.WordPieceModel, _core.BertPipeline] | None:
+    """``(model core, pipeline core)`` when the core can run ``tok``'s normalizer, pre-tokenizer
+    and model in one pass: BertNormalizer, BertPreTokenizer and a WordPiece with its unknown
+    token (Hugging Face's BERT files); else None."""
+    from tokenmill.models.wordpiece import WordPiece
+
+    model, normalizer = tok.model, tok.normalizer
+    if not (isinstance(model, WordPiece) and isinstance(normalizer, BertNormalizer)
+            and isinstance(tok.pre_tokenizer, BertPreTokenizer)
+            and model.unk_token in model.vocab):
+        return None
+    return model.core, _native_pipeline(normalizer)
+
+
+@functools.cache
+def _native_pipeline(normalizer: BertNormalizer) -> _core.BertPipeline:
+    """The core's table for ``normalizer``: what it makes of each character it changes. The
+    table is computed with ``normalizer`` itself (CJK spacing aside, which the core does by
+    range), so both paths agree by construction."""
+    plain = dataclasses.replace(normalizer, handle_chinese_chars=False)
+    spaces = {ord(c) for c in WHITE_SPACE}
+    changed: dict[int, str] = {}
+    if normalizer.clean_text:
+        changed.update({cp: "" for cp in _bert_chars.cleaned()})
+        changed.update({cp: " " for cp in spaces - _bert_chars.cleaned() - {32}})
+    candidates: set[int] = set()
+    if normalizer.lowercase if normalizer.strip_accents is None else normalizer.strip_accents:
+        candidates |= _bert_chars.nonspacing_marks() | _bert_chars.decomposed()
+    if normalizer.lowercase:
+        candidates |= _bert_chars.lowercased()
+    for cp in sorted(candidates - changed.keys()):
+        out = plain.normalize_str(chr(cp))
+        if out != chr(cp):
+            changed[cp] = out
+    cjk = list(_bert_chars.CJK_RANGES) if normalizer.handle_chinese_chars else []
+    return _core.BertPipeline(sorted(changed.items()), cjk, sorted(_bert_chars.punctuation()),
+                              sorted(spaces))
+
+
+def encode_natively(plan: tuple[_core.WordPieceModel, _core.BertPipeline], text: str,
+                    segments: list[tuple[int | None, int, int]], id_to_token: Any) -> Encoding:
+    """The Encoding of ``text``, cut into ``(added token id or None, start, end)`` segments:
+    the text segments go through the core in one call."""
+    results = iter(_core.bert_encode_batch(*plan, [text[i:j] for t, i, j in segments
+                                                   if t is None], 1, True))
+    ids: list[int] = []
+    starts: list[int] = []
+    ends: list[int] = []
+    for token_id, i, j in segments:
+        if token_id is not None:
+            ids.append(token_id)
+            starts.append(i)
+            ends.append(j)
+            continue
+        seg_ids, seg_starts, seg_ends = next(results)
+        ids += seg_ids
+        starts += [i + s for s in seg_starts] if i else seg_starts
+        ends += [i + e for e in seg_ends] if i else seg_ends
+    return Encoding(ids, offsets=(starts, ends), id_to_token=id_to_token)
+
+
+def bert_processing(model: Any) -> BertProcessing | None:
+    """BERT's template with the ids of ``model``'s [CLS] and [SEP]; None if it lacks either."""
+    sep, cls = model.token_to_id("[SEP]"), model.token_to_id("[CLS]")
+    if sep is None or cls is None:
+        return None
+    return BertProcessing(sep=("[SEP]", sep), cls=("[CLS]", cls))
+
+
 def bert_tokenizer(model: Any, *, lowercase: bool = True, strip_accents: bool | None = None,
                    clean_text: bool = True, handle_chinese_chars: bool = True,
                    source: str = "vocab") -> Any:
@@ -248,8 +321,7 @@ def bert_tokenizer(model: Any, *, lowercase: bool = True, strip_accents: bool | 
     tok = Tokenizer(model, normalizer=BertNormalizer(
         clean_text=clean_text, handle_chinese_chars=handle_chinese_chars,
         strip_accents=strip_accents, lowercase=lowercase), pre_tokenizer=BertPreTokenizer(),
-        post_processor=BertProcessing(sep=("[SEP]", model.token_to_id("[SEP]")),
-                                      cls=("[CLS]", model.token_to_id("[CLS]"))),
+        post_processor=bert_processing(model),
         decoder=WordPieceDecoder(prefix=model.continuing_subword_prefix))
     tok.add_special_tokens([t for t in SPECIAL_TOKENS if model.token_to_id(t) is not None])
     return tok

@@ -14,6 +14,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from tokenmill.errors import TokenmillError
+from tokenmill.loading import load
 from tokenmill.tokenizer import Tokenizer
 
 
@@ -62,7 +63,7 @@ def _parser() -> argparse.ArgumentParser:
 
 
 def _encode(args: argparse.Namespace) -> int:
-    tok = Tokenizer.from_file(args.tokenizer)
+    tok = load(args.tokenizer)  # a tokenizer.json, or any other file load() reads
     enc = tok.encode(args.text, add_special_tokens=not args.no_special_tokens)
     if args.json:
         print(json.dumps({"ids": enc.ids, "tokens": enc.tokens, "offsets": enc.offsets},
@@ -79,7 +80,7 @@ def _encode(args: argparse.Namespace) -> int:
 
 
 def _decode(args: argparse.Namespace) -> int:
-    tok = Tokenizer.from_file(args.tokenizer)
+    tok = load(args.tokenizer)
     ids = []
     for position, raw in enumerate(args.ids):
         try:
@@ -92,7 +93,6 @@ def _decode(args: argparse.Namespace) -> int:
 
 def _encode_corpus(args: argparse.Namespace) -> int:
     from tokenmill.corpus import ReadStats, iter_batches
-    from tokenmill.loading import load
     from tokenmill.token_files import encode_corpus, rate
 
     tok = load(args.tokenizer, path=args.ranks)

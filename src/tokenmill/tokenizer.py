@@ -10,7 +10,7 @@ from collections.abc import Iterable, Mapping, Sequence, Set
 from itertools import islice
 from typing import TYPE_CHECKING, Any, Literal, Protocol, TypeVar, cast
 
-from tokenmill import _core
+from tokenmill import _core, bert
 from tokenmill._io import atomic_write_text, check_text
 from tokenmill.added_tokens import AddedToken, AddedVocabulary
 from tokenmill.decoders import ByteLevel as ByteLevelDecoder
@@ -202,6 +202,9 @@ class Tokenizer:
     def _encode_text(self, text: str, added: AddedVocabulary | None = None) -> Encoding:
         check_text(text)
         vocab = self._added if added is None else added
+        bert_plan = bert.native_plan(self)
+        if bert_plan is not None and not any(t.normalized for t in vocab.tokens):
+            return bert.encode_natively(bert_plan, text, vocab.split(text), self.id_to_token)
         segments = vocab.segments(text, self.normalizer)
         native = self.native_plan()  # only ever without a normalizer
         if native is not None and len(segments) == 1 and segments[0].id is None:
@@ -307,10 +310,16 @@ class Tokenizer:
         """:meth:`encode_ordinary` of each text, on ``num_threads`` native threads (default:
         every core this process may use) with the GIL released."""
         native = self.native_plan()
-        if native is None or any(not t.special for t in self._added.tokens):
+        bert_plan = bert.native_plan(self)
+        if (native is None and bert_plan is None) or \
+                any(not t.special for t in self._added.tokens):
             return [self.encode_ordinary(t) for t in texts]
         texts = list(texts)
         try:
+            if bert_plan is not None:
+                return _core.bert_encode_batch(*bert_plan, texts, num_threads or _threads(),
+                                               False)
+            assert native is not None  # one of the two plans, checked above
             return _core.encode_ids_batch(native[0], native[1], texts, num_threads or _threads())
         except (TypeError, UnicodeError):
             for i, text in enumerate(texts):

@@ -59,7 +59,8 @@ class WordPiece(VocabLookups):
         return cls(read_vocab(path), **options)
 
     @functools.cached_property
-    def _core(self) -> _core.WordPieceModel:
+    def core(self) -> _core.WordPieceModel:
+        """The core's model (built on first use)."""
         unk = self.vocab.get(self.unk_token, -1)
         return _core.WordPieceModel(list(self.vocab), list(self.vocab.values()), unk,
                                     self.continuing_subword_prefix,
@@ -71,7 +72,7 @@ class WordPiece(VocabLookups):
         """Tokens of a batch of pre-tokens as one flat list ``[id, piece, start, end] * n``
         (``start``/``end``: characters of the piece)."""
         try:
-            return self._core.encode_words(pieces)
+            return self.core.encode_words(pieces)
         except InputError as error:
             raise InputError(f"{error} (unk_token {self.unk_token!r} is not in the vocab)"
                              ) from None
