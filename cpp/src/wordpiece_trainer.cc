@@ -276,9 +276,18 @@ void Trainer::merge(const Entry& best, uint32_t result) {
   }
   std::sort(touched.begin(), touched.end());
   touched.erase(std::unique(touched.begin(), touched.end()), touched.end());
-  for (const uint64_t k : touched) push(k);
   pairs_[key].words.clear();
   pairs_[key].words.shrink_to_fit();
+  // Stale entries pile up (every pair of a frequent symbol is pushed again each time that
+  // symbol's count changes); past twice the pairs there are, the heap is rebuilt from the
+  // current counts, which keeps its memory linear in the pairs.
+  if (heap_.size() + touched.size() > 2 * pairs_.size() + opt_.heap_slack) {
+    heap_.clear();
+    touched.clear();
+    for (const auto& entry : pairs_) touched.push_back(entry.first);
+    std::sort(touched.begin(), touched.end());
+  }
+  for (const uint64_t k : touched) push(k);
 }
 
 WordPieceTrainResult Trainer::run(const std::vector<std::string>& words,

@@ -51,6 +51,9 @@ def _patterns() -> dict[str, Any]:
         # space
         "words": regex.compile(_bert_chars.character_class(punctuation) + "|[^" +
                                not_in_words[1:] + "+"),
+        # the same cut as text alone: spaces around punctuation, every space a " ", then split
+        "spread": str.maketrans({**{cp: f" {chr(cp)} " for cp in punctuation},
+                                 **{ord(c): " " for c in WHITE_SPACE}}),
     }
 
 
@@ -93,6 +96,14 @@ class BertNormalizer(Normalizer):
         if self.lowercase:
             s = Lowercase().normalize(s)
         return s
+
+    def normalize_str(self, text: str) -> str:
+        """The normalized text alone (what training counts), at C speed: each character's
+        replacement from the table the core uses, then the spaces around ideographs."""
+        text = text.translate(_changes(self))
+        if self.handle_chinese_chars and not text.isascii():
+            text = _patterns()["cjk"].sub(r" \g<0> ", text)
+        return text
 
     def to_dict(self) -> dict[str, Any]:
         return {"type": self.type_name, "clean_text": self.clean_text,
@@ -153,7 +164,8 @@ class BertPreTokenizer(PreTokenizer):
         return [s.slice(*m.span()) for m in _patterns()["words"].finditer(s.text)]
 
     def split_text(self, text: str) -> list[str]:
-        return _patterns()["words"].findall(text)
+        # str.translate and str.split run at C speed; a regex with these large classes does not
+        return [p for p in text.translate(_patterns()["spread"]).split(" ") if p]
 
 
 @register("decoder", "WordPiece")
@@ -251,9 +263,18 @@ def native_plan(tok: Any) -> tuple[_core.WordPieceModel, _core.BertPipeline] | N
 
 @functools.cache
 def _native_pipeline(normalizer: BertNormalizer) -> _core.BertPipeline:
-    """The core's table for ``normalizer``: what it makes of each character it changes. The
-    table is computed with ``normalizer`` itself (CJK spacing aside, which the core does by
-    range), so both paths agree by construction."""
+    """The core's twin of ``normalizer`` and BertPreTokenizer."""
+    cjk = list(_bert_chars.CJK_RANGES) if normalizer.handle_chinese_chars else []
+    return _core.BertPipeline(sorted(_changes(normalizer).items()), cjk,
+                              sorted(_bert_chars.punctuation()),
+                              sorted(ord(c) for c in WHITE_SPACE))
+
+
+@functools.cache
+def _changes(normalizer: BertNormalizer) -> dict[int, str]:
+    """What ``normalizer`` makes of each character it changes, CJK spacing aside (it applies to
+    the characters that are ideographs before and after the other steps alike). Computed with
+    ``normalizer`` itself, so the table and the Python path agree by construction."""
     plain = dataclasses.replace(normalizer, handle_chinese_chars=False)
     spaces = {ord(c) for c in WHITE_SPACE}
     changed: dict[int, str] = {}
@@ -266,12 +287,10 @@ def _native_pipeline(normalizer: BertNormalizer) -> _core.BertPipeline:
     if normalizer.lowercase:
         candidates |= _bert_chars.lowercased()
     for cp in sorted(candidates - changed.keys()):
-        out = plain.normalize_str(chr(cp))
+        out = plain.normalize(NormalizedString(chr(cp))).text
         if out != chr(cp):
             changed[cp] = out
-    cjk = list(_bert_chars.CJK_RANGES) if normalizer.handle_chinese_chars else []
-    return _core.BertPipeline(sorted(changed.items()), cjk, sorted(_bert_chars.punctuation()),
-                              sorted(spaces))
+    return changed
 
 
 def encode_natively(plan: tuple[_core.WordPieceModel, _core.BertPipeline], text: str,

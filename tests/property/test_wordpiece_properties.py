@@ -5,6 +5,7 @@ from hypothesis import strategies as st
 
 from tokenmill import Tokenizer, WordPiece, WordPieceTrainer, pre_tokenizers
 from tokenmill.bert import BertNormalizer, BertPreTokenizer
+from tokenmill.normalized import NormalizedString
 from tokenmill.reference import wordpiece as reference
 
 # Few letters, so pairs repeat and scores tie often; one CJK and one astral character.
@@ -97,5 +98,9 @@ def test_native_bert_pipeline_equals_the_python_components(texts, lowercase, str
     for text in texts:
         a, b = native.encode(text), python.encode(text)
         assert (a.ids, a.offsets) == (b.ids, b.offsets)
+        # the text-only fast paths (training counts with them)
+        assert normalizer.normalize_str(text) == normalizer.normalize(NormalizedString(text)).text
+        assert BertPreTokenizer().split_text(text) == \
+            [p for p, _ in BertPreTokenizer().pre_tokenize_str(text)]
     assert native.encode_ordinary_batch(texts, num_threads=2) == \
         [python.encode(t).ids for t in texts]

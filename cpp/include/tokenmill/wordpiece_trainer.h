@@ -30,6 +30,9 @@ struct WordPieceTrainerOptions {
   std::vector<std::string> initial_alphabet;  // characters always in the alphabet (both forms)
   int64_t limit_alphabet = -1;                // -1: no limit
   std::string continuing_subword_prefix = "##";
+  // How many stale heap entries beyond twice the pairs trigger a rebuild of the heap (a test
+  // sets 0 to rebuild after every merge; the result must not change).
+  std::size_t heap_slack = 65536;
 };
 
 struct WordPieceMerge {
