@@ -59,8 +59,11 @@ int compare_scores(uint64_t p, uint64_t a, uint64_t b, uint64_t q, uint64_t c, u
   return 0;
 }
 
-// A heap entry: a pair and the counts its score was computed from.
+// A heap entry: a pair and the counts its score was computed from. `score` is the score in
+// floating point, which orders two entries at once unless they are within rounding of each
+// other (its relative error is below 2^-50: four roundings); the exact fractions decide then.
 struct Entry {
+  double score;
   uint64_t pair_count;
   uint64_t left_count;
   uint64_t right_count;
@@ -185,6 +188,9 @@ void Trainer::build_words(const std::vector<std::string>& words,
 }
 
 bool Trainer::before(const Entry& a, const Entry& b) const {
+  constexpr double kClose = 1.0 + 1e-12;
+  if (a.score > b.score * kClose) return true;
+  if (b.score > a.score * kClose) return false;
   const int c = compare_scores(a.pair_count, a.left_count, a.right_count, b.pair_count,
                                b.left_count, b.right_count);
   if (c != 0) return c > 0;
@@ -200,7 +206,9 @@ void Trainer::push(uint64_t key) {
   if (info.count == 0 || info.count < opt_.min_frequency) return;
   const uint32_t l = left_of(key);
   const uint32_t r = right_of(key);
-  heap_.push_back({info.count, symbol_count_[l], symbol_count_[r], l, r});
+  const double score = static_cast<double>(info.count) /
+                       (static_cast<double>(symbol_count_[l]) * static_cast<double>(symbol_count_[r]));
+  heap_.push_back({score, info.count, symbol_count_[l], symbol_count_[r], l, r});
   // std::push_heap keeps the "largest" on top; largest = first in priority
   std::push_heap(heap_.begin(), heap_.end(),
                  [this](const Entry& x, const Entry& y) { return before(y, x); });
@@ -271,8 +279,20 @@ void Trainer::merge(const Entry& best, uint32_t result) {
   for (const auto& [s, d] : symbol_delta) {
     if (d == 0) continue;
     symbol_count_[s] += d;
-    // every score with s in it changed; its pairs that still occur need fresh entries
-    for (const uint64_t k : pairs_of_[s]) touched.push_back(k);
+    // Every score with s in it changed: its pairs that still occur need fresh entries. Pairs
+    // that no longer occur leave the list (they are listed again if they come back).
+    std::vector<uint64_t>& listed = pairs_of_[s];
+    std::size_t kept = 0;
+    for (const uint64_t k : listed) {
+      PairInfo& info = pairs_[k];
+      if (info.count == 0) {
+        info.indexed = false;
+        continue;
+      }
+      listed[kept++] = k;
+      touched.push_back(k);
+    }
+    listed.resize(kept);
   }
   std::sort(touched.begin(), touched.end());
   touched.erase(std::unique(touched.begin(), touched.end()), touched.end());
