@@ -31,7 +31,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from bench_bpe import DEFAULT_DATA, log, machine_info, training_corpus, utf8_size, verdict
+from bench_bpe import log, machine_info, training_corpus, utf8_size, verdict
 from bench_encode import (
     INPUTS,
     MEMORY,
@@ -40,6 +40,7 @@ from bench_encode import (
     build_inputs,
     digests,
     format_table,
+    input_flags,
     median,
     memory_mib,
     mismatches,
@@ -184,15 +185,7 @@ def table_rows(runs: dict[str, list[dict[str, Any]]], train: bool) -> list[dict[
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("--data", type=Path, default=DEFAULT_DATA,
-                   help="the shared data directory (default: the repository's ../shared/data)")
-    p.add_argument("--repeats", type=int, default=3, help="runs per measurement (default 3)")
-    p.add_argument("--english-mb", type=float, default=4.0, help="default 4")
-    p.add_argument("--chinese-mb", type=float, default=3.0, help="default 3")
-    p.add_argument("--code-mb", type=float, default=4.0, help="default 4")
-    p.add_argument("--scale", type=float, default=1.0,
-                   help="multiply every input's size (FLORES: lines per language) by this, for "
-                        "quick runs (default 1)")
+    input_flags(p)
     p.add_argument("--train-mb", type=float, default=10.0,
                    help="training corpus size, MB; 0 skips training (default 10)")
     p.add_argument("--vocab-size", type=int, default=30000, help="default 30000")

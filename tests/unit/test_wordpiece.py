@@ -168,6 +168,8 @@ def test_vocab_txt_files(tmp_path, model):
     path = tmp_path / "vocab.txt"
     write_vocab(path, model.vocab)
     assert read_vocab(path) == model.vocab
+    assert WordPiece.from_vocab_file(path, max_input_chars_per_word=5).encode_word("abcbb") == \
+        ["a", "##bc", "##b", "##b"]
     tok = load(path)
     assert tok.encode("Hello unaffable!", "abcb").ids == [2, 11, 5, 6, 7, 12, 3, 8, 10, 9, 3]
     assert load(tmp_path).encode("hello").ids == [2, 11, 3]  # a folder with a vocab.txt
