@@ -473,9 +473,8 @@ def format_table(rows: list[dict[str, Any]], markdown: bool = False) -> str:
     return "\n".join(out)
 
 
-def parse_args(argv: list[str] | None) -> argparse.Namespace:
-    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
-                                formatter_class=argparse.RawDescriptionHelpFormatter)
+def input_flags(p: argparse.ArgumentParser) -> None:
+    """The flags that choose the inputs (bench_wordpiece.py takes the same)."""
     p.add_argument("--data", type=Path, default=DEFAULT_DATA,
                    help="the shared data directory (default: the repository's ../shared/data)")
     p.add_argument("--repeats", type=int, default=3, help="runs per measurement (default 3)")
@@ -485,6 +484,12 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     p.add_argument("--scale", type=float, default=1.0,
                    help="multiply every input's size (FLORES: lines per language) by this, for "
                         "quick runs (default 1)")
+
+
+def parse_args(argv: list[str] | None) -> argparse.Namespace:
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
+                                formatter_class=argparse.RawDescriptionHelpFormatter)
+    input_flags(p)
     p.add_argument("--tiktoken-call", choices=("auto", "loop", "batch"), default="auto",
                    help="tiktoken's single-thread call: a loop of encode_ordinary, "
                         "encode_ordinary_batch(num_threads=1), or whichever is faster on a "

@@ -2,6 +2,7 @@
 // every loop over text. C++ errors become tokenmill.errors.InputError (a TokenmillError) here and only here.
 #include <nanobind/nanobind.h>
 #include <nanobind/stl/function.h>
+#include <nanobind/stl/pair.h>
 #include <nanobind/stl/string.h>
 #include <nanobind/stl/tuple.h>
 #include <nanobind/stl/vector.h>
@@ -12,6 +13,7 @@
 #include <tuple>
 #include <vector>
 
+#include "tokenmill/bert.h"
 #include "tokenmill/bpe.h"
 #include "tokenmill/bpe_trainer.h"
 #include "tokenmill/count.h"
@@ -20,6 +22,8 @@
 #include "tokenmill/pretokenize.h"
 #include "tokenmill/unicode.h"
 #include "tokenmill/ranks_file.h"
+#include "tokenmill/wordpiece.h"
+#include "tokenmill/wordpiece_trainer.h"
 
 namespace nb = nanobind;
 using namespace nb::literals;
@@ -208,6 +212,15 @@ std::tuple<std::vector<uint32_t>, std::vector<uint32_t>, std::vector<uint32_t>> 
   return {std::move(e.ids), std::move(e.starts), std::move(e.ends)};
 }
 
+// A trainer's progress(merges, vocab size) callback; it takes the GIL to call into Python.
+std::function<void(std::size_t, std::size_t)> reporter(const nb::object& progress) {
+  if (progress.is_none()) return {};
+  return [&progress](std::size_t merges, std::size_t vocab) {
+    nb::gil_scoped_acquire acquire;
+    progress(merges, vocab);
+  };
+}
+
 nb::tuple train(const std::vector<std::string>& words, const std::vector<uint64_t>& counts,
                 uint64_t vocab_size, int64_t num_merges, uint64_t min_frequency,
                 const std::vector<std::string>& special_tokens,
@@ -227,13 +240,7 @@ nb::tuple train(const std::vector<std::string>& words, const std::vector<uint64_
   opt.end_of_word_marker = end_of_word_marker;
   opt.max_token_length = max_token_length;
   opt.tie_break = first_seen ? tokenmill::TieBreak::kFirstSeen : tokenmill::TieBreak::kLexicographic;
-  std::function<void(std::size_t, std::size_t)> report;
-  if (!progress.is_none()) {
-    report = [&progress](std::size_t merges, std::size_t vocab) {
-      nb::gil_scoped_acquire acquire;
-      progress(merges, vocab);
-    };
-  }
+  const std::function<void(std::size_t, std::size_t)> report = reporter(progress);
   tokenmill::BPETrainResult result;
   {
     nb::gil_scoped_release release;
@@ -243,6 +250,76 @@ nb::tuple train(const std::vector<std::string>& words, const std::vector<uint64_
   merges.reserve(result.merges.size());
   for (const auto& m : result.merges) merges.emplace_back(m.left, m.right, m.result, m.count);
   return nb::make_tuple(result.vocab, merges, result.alphabet_size);
+}
+
+
+// ---- WordPiece ---------------------------------------------------------------------------------
+
+// Encodes a batch of words like encode_words above: [id, word index, start, end] per token.
+std::vector<uint32_t> wordpiece_encode_words(const tokenmill::WordPieceModel& model,
+                                             const std::vector<std::string>& words) {
+  std::vector<uint32_t> flat;
+  std::size_t failed = 0;
+  {
+    nb::gil_scoped_release release;
+    failed = model.encode_words(words, flat);
+  }
+  if (failed < words.size()) {
+    throw tokenmill::Error("word " + std::to_string(failed) + " ('" + words[failed] +
+                           "') has a part that no token of the vocabulary matches, and the "
+                           "model has no unk token to stand for it");
+  }
+  return flat;
+}
+
+nb::tuple train_wordpiece(const std::vector<std::string>& words,
+                          const std::vector<uint64_t>& counts, uint64_t vocab_size,
+                          uint64_t min_frequency, const std::vector<std::string>& special_tokens,
+                          const std::vector<std::string>& initial_alphabet,
+                          int64_t limit_alphabet, const std::string& continuing_subword_prefix,
+                          nb::object progress) {
+  tokenmill::WordPieceTrainerOptions opt;
+  opt.vocab_size = vocab_size;
+  opt.min_frequency = min_frequency;
+  opt.special_tokens = special_tokens;
+  opt.initial_alphabet = initial_alphabet;
+  opt.limit_alphabet = limit_alphabet;
+  opt.continuing_subword_prefix = continuing_subword_prefix;
+  const std::function<void(std::size_t, std::size_t)> report = reporter(progress);
+  tokenmill::WordPieceTrainResult result;
+  {
+    nb::gil_scoped_release release;
+    result = tokenmill::train_wordpiece(words, counts, opt, report);
+  }
+  std::vector<std::tuple<uint32_t, uint32_t, uint32_t, uint64_t, uint64_t, uint64_t>> merges;
+  merges.reserve(result.merges.size());
+  for (const auto& m : result.merges) {
+    merges.emplace_back(m.left, m.right, m.result, m.pair_count, m.left_count, m.right_count);
+  }
+  return nb::make_tuple(result.vocab, merges, result.alphabet_size, result.words_dropped);
+}
+
+
+// A batch of texts through BERT's normalizer, pre-tokenizer and WordPiece: per text its ids, or
+// (ids, starts, ends) with character offsets.
+nb::list bert_encode_batch(const tokenmill::WordPieceModel& model,
+                           const tokenmill::BertPipeline& pipeline,
+                           const std::vector<std::string>& texts, std::size_t threads,
+                           bool with_offsets) {
+  std::vector<tokenmill::Encoded> results;
+  {
+    nb::gil_scoped_release release;
+    results = pipeline.encode_texts(model, texts, threads);
+  }
+  nb::list out;
+  for (auto& e : results) {
+    if (with_offsets) {
+      out.append(nb::make_tuple(std::move(e.ids), std::move(e.starts), std::move(e.ends)));
+    } else {
+      out.append(nb::cast(std::move(e.ids)));
+    }
+  }
+  return out;
 }
 
 }  // namespace
@@ -420,4 +497,32 @@ NB_MODULE(_core, m) {
         "min_frequency"_a, "special_tokens"_a, "initial_alphabet"_a, "limit_alphabet"_a,
         "continuing_subword_prefix"_a, "end_of_word_suffix"_a, "end_of_word_marker"_a,
         "max_token_length"_a, "first_seen"_a, "progress"_a.none());
+
+  // ---- WordPiece (models/wordpiece.py, trainers/wordpiece.py) ------------------------------------
+  nb::class_<tokenmill::WordPieceModel>(m, "WordPieceModel")
+      .def(
+          "__init__",
+          [](tokenmill::WordPieceModel* self, const std::vector<std::string>& tokens,
+             const std::vector<uint32_t>& ids, int64_t unk_id,
+             const std::string& continuing_subword_prefix, std::size_t max_input_chars_per_word) {
+            tokenmill::WordPieceOptions opt;
+            opt.unk_id = unk_id;
+            opt.continuing_subword_prefix = continuing_subword_prefix;
+            opt.max_input_chars_per_word = max_input_chars_per_word;
+            new (self) tokenmill::WordPieceModel(tokens, ids, opt);
+          },
+          "tokens"_a, "ids"_a, "unk_id"_a, "continuing_subword_prefix"_a,
+          "max_input_chars_per_word"_a)
+      .def("encode_words", &wordpiece_encode_words, "words"_a);
+  m.def("train_wordpiece", &train_wordpiece, "words"_a, "counts"_a, "vocab_size"_a,
+        "min_frequency"_a, "special_tokens"_a, "initial_alphabet"_a, "limit_alphabet"_a,
+        "continuing_subword_prefix"_a, "progress"_a.none());
+  nb::class_<tokenmill::BertPipeline>(m, "BertPipeline")
+      .def(nb::init<const std::vector<std::pair<uint32_t, std::string>>&,
+                    const std::vector<std::pair<uint32_t, uint32_t>>&,
+                    const std::vector<uint32_t>&, const std::vector<uint32_t>&>(),
+           "changed"_a, "cjk"_a, "punctuation"_a, "spaces"_a);
+  m.def("bert_encode_batch", &bert_encode_batch, "model"_a, "pipeline"_a, "texts"_a,
+        "threads"_a, "with_offsets"_a);
+  // ---- end WordPiece -----------------------------------------------------------------------------
 }

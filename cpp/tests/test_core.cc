@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "check.h"
 #include "tokenmill/bpe.h"
 #include "tokenmill/bpe_trainer.h"
 #include "tokenmill/error.h"
@@ -15,14 +16,8 @@
 
 namespace {
 
-int failures = 0;
-
-void check(bool ok, const char* what) {
-  if (!ok) {
-    std::fprintf(stderr, "FAILED: %s\n", what);
-    ++failures;
-  }
-}
+using tokenmill_test::check;
+using tokenmill_test::failures;
 
 void test_utf8_never_reads_past_the_end() {
   const std::string cut = "a\xE8\xAF";  // a 3-byte character cut after 2 bytes

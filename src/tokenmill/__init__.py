@@ -5,9 +5,11 @@ from tokenmill.encoding import Encoding, Padding, Truncation
 from tokenmill.errors import FormatError, InputError, TokenmillError
 from tokenmill.loading import load
 from tokenmill.models.bpe import BPE
+from tokenmill.models.wordpiece import WordPiece
 from tokenmill.normalized import NormalizedString
 from tokenmill.tokenizer import Tokenizer
 from tokenmill.trainers.bpe import BPETrainer, MergeStep, TrainResult
+from tokenmill.trainers.wordpiece import WordPieceTrainer, WordPieceTrainResult
 
 __all__ = [
     "AddedToken",
@@ -24,4 +26,7 @@ __all__ = [
     "TrainResult",
     "load",
     "Truncation",
+    "WordPiece",
+    "WordPieceTrainer",
+    "WordPieceTrainResult",
 ]

@@ -36,6 +36,17 @@ def atomic_write_text(path: str | os.PathLike[str], text: str) -> None:
         raise
 
 
+def read_file(path: Path, expected: str) -> bytes:
+    """The bytes of ``path``; a missing file or a folder is an error naming ``expected`` (what
+    the file should have been, e.g. "a tokenizer.json file")."""
+    try:
+        return path.read_bytes()
+    except FileNotFoundError:
+        raise InputError(f"{path}: no such file") from None
+    except IsADirectoryError:
+        raise InputError(f"{path}: is a directory, expected {expected}") from None
+
+
 def read_lines(path: str | os.PathLike[str], errors: Errors = "strict") -> Iterator[str]:
     """The lines of a UTF-8 text file, without line ends, streamed.
 

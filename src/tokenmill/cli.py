@@ -15,6 +15,7 @@ from typing import Any
 
 from tokenmill.distributed import DEFAULT_SHARD_BYTES
 from tokenmill.errors import TokenmillError
+from tokenmill.loading import load
 from tokenmill.tokenizer import Tokenizer
 
 
@@ -70,7 +71,7 @@ def _parser() -> argparse.ArgumentParser:
 
 
 def _encode(args: argparse.Namespace) -> int:
-    tok = Tokenizer.from_file(args.tokenizer)
+    tok = load(args.tokenizer)  # a tokenizer.json, or any other file load() reads
     enc = tok.encode(args.text, add_special_tokens=not args.no_special_tokens)
     if args.json:
         print(json.dumps({"ids": enc.ids, "tokens": enc.tokens, "offsets": enc.offsets},
@@ -87,7 +88,7 @@ def _encode(args: argparse.Namespace) -> int:
 
 
 def _decode(args: argparse.Namespace) -> int:
-    tok = Tokenizer.from_file(args.tokenizer)
+    tok = load(args.tokenizer)
     ids = []
     for position, raw in enumerate(args.ids):
         try:
@@ -100,7 +101,6 @@ def _decode(args: argparse.Namespace) -> int:
 
 def _encode_corpus(args: argparse.Namespace) -> int:
     from tokenmill.corpus import ReadStats, iter_batches
-    from tokenmill.loading import load
     from tokenmill.token_files import encode_corpus, rate
 
     tok = load(args.tokenizer, path=args.ranks)
@@ -186,13 +186,15 @@ def _inspect(args: argparse.Namespace) -> int:
     reason = model.hf_compatible
     lines = [
         ("file", args.tokenizer),
-        ("model", f"BPE, {model.vocab_size} tokens, {len(model.merges)} merges"),
+        ("model", f"BPE, {model.vocab_size} tokens, {len(model.merges)} merges"
+         if hasattr(model, "merges") else f"{model.type_name}, {model.vocab_size} tokens"),
         ("vocab size", f"{tok.get_vocab_size()} (with added tokens)"),
         ("added tokens", ", ".join(repr(t.content) for t in tok.added_tokens) or "none"),
         ("unk token", repr(model.unk_token) if model.unk_token else "none"),
-        ("end of word", repr(model.end_of_word_marker) + " (marker)" if model.end_of_word_marker
-         else repr(model.end_of_word_suffix) + " (suffix)" if model.end_of_word_suffix
-         else "none"),
+        ("end of word", repr(model.end_of_word_marker) + " (marker)"
+         if getattr(model, "end_of_word_marker", None)
+         else repr(model.end_of_word_suffix) + " (suffix)"
+         if getattr(model, "end_of_word_suffix", None) else "none"),
         ("normalizer", name(tok.normalizer)),
         ("pre-tokenizer", name(tok.pre_tokenizer)),
         ("post-processor", name(tok.post_processor)),

@@ -1,7 +1,8 @@
 """``tokenmill train`` and ``tokenmill count``: read a corpus, count its pre-tokens (here or on a
 Dask cluster), learn merges, write the tokenizer or the counts. Registered by cli.py.
 
-Flags are the option names of the trainer dataclass, and their defaults and help come from it.
+Flags are the option names of the trainer dataclasses (one per ``--model``), and their defaults
+and help come from them.
 """
 
 from __future__ import annotations
@@ -17,47 +18,85 @@ from collections.abc import Callable, Iterator
 from importlib import resources
 from typing import Any
 
-from tokenmill import decoders, pre_tokenizers
+from tokenmill import bert, decoders, pre_tokenizers
 from tokenmill._io import read_lines
 from tokenmill.corpus import ReadStats, expand_inputs, iter_documents
 from tokenmill.errors import InputError
 from tokenmill.formats import counts as count_files
 from tokenmill.models.bpe import BPE
+from tokenmill.models.wordpiece import WordPiece
 from tokenmill.tokenizer import Tokenizer
 from tokenmill.trainers.bpe import BPETrainer
+from tokenmill.trainers.wordpiece import WordPieceTrainer
 
-# Flags that are not a plain "--name VALUE" of the trainer, or that the CLI sets itself.
+# The trainer of each --model, the one place a model is added to the CLI. The flags are the union
+# of their options; a flag left out takes the chosen trainer's own default.
+TRAINERS: dict[str, type[Any]] = {"bpe": BPETrainer, "wordpiece": WordPieceTrainer}
+
+# Flags that are not a plain "--name VALUE" of a trainer, or that the CLI sets itself.
 _SPECIAL_FLAGS = {"special_tokens", "initial_alphabet", "show_progress", "vocab_size",
                   "num_merges", "end_of_word_marker", "end_of_word_suffix", "tie_break"}
 
 
+def _option_fields() -> dict[str, list[tuple[str, dataclasses.Field[Any]]]]:
+    """Each option name -> the (model, field) of every trainer that has it."""
+    fields: dict[str, list[tuple[str, dataclasses.Field[Any]]]] = {}
+    for model, trainer in TRAINERS.items():
+        for f in dataclasses.fields(trainer):
+            fields.setdefault(f.name, []).append((model, f))
+    return fields
+
+
 def _trainer_flags(p: argparse.ArgumentParser) -> None:
-    fields = {f.name: f for f in dataclasses.fields(BPETrainer)}
+    fields = _option_fields()
 
     def help_of(name: str) -> str:
-        f = fields[name]
-        default = "" if f.default in (None, ()) else f" (default: {f.default})"
-        return f.metadata["help"] + default
+        entries = fields[name]
+        only = f" ({', '.join(m for m, _ in entries)} only)" if len(entries) < len(TRAINERS) \
+            else ""
+        defaults = [(m, f.default) for m, f in entries if f.default not in (None, ())]
+        if len({repr(d) for _, d in defaults}) == 1 and len(defaults) == len(entries):
+            only += f" (default: {_shown(defaults[0][1])})"
+        elif defaults:
+            only += " (default: " + "; ".join(f"{_shown(d)} for {m}" for m, d in defaults) + ")"
+        return entries[0][1].metadata["help"] + only
 
     size = p.add_mutually_exclusive_group()
-    size.add_argument("--vocab-size", type=int, default=fields["vocab_size"].default,
-                      help=help_of("vocab_size"))
+    size.add_argument("--vocab-size", type=int, help=help_of("vocab_size"))
     size.add_argument("--num-merges", type=int, help=help_of("num_merges"))
     eow = p.add_mutually_exclusive_group()
     eow.add_argument("--end-of-word-marker", metavar="M", help=help_of("end_of_word_marker"))
     eow.add_argument("--end-of-word-suffix", metavar="S", help=help_of("end_of_word_suffix"))
-    p.add_argument("--special-tokens", nargs="+", default=[], metavar="TOKEN",
+    p.add_argument("--special-tokens", nargs="*", metavar="TOKEN",
                    help=help_of("special_tokens"))
-    p.add_argument("--initial-alphabet", default="", metavar="CHARS",
+    p.add_argument("--initial-alphabet", metavar="CHARS",
                    help=help_of("initial_alphabet") + "; given as one string of characters")
     p.add_argument("--tie-break", choices=["lexicographic", "first_seen"],
-                   default=fields["tie_break"].default, help=help_of("tie_break"))
-    for name, f in fields.items():
+                   help=help_of("tie_break"))
+    for name, entries in fields.items():
         if name in _SPECIAL_FLAGS:
             continue
-        kind = int if "int" in str(f.type) else str
-        p.add_argument("--" + name.replace("_", "-"), type=kind, default=f.default,
-                       help=help_of(name))
+        kind = int if "int" in str(entries[0][1].type) else str
+        p.add_argument("--" + name.replace("_", "-"), type=kind, help=help_of(name))
+
+
+def _shown(default: Any) -> str:
+    return " ".join(default) if isinstance(default, tuple) else str(default)
+
+
+def _trainer(args: argparse.Namespace, **options: Any) -> Any:
+    """The trainer ``--model`` names, from the flags given (a flag left out: its default)."""
+    own = {f.name for f in dataclasses.fields(TRAINERS[args.model])}
+    for name, entries in _option_fields().items():
+        if name in own or getattr(args, name, None) in (None, False):
+            continue
+        raise InputError(f"--{name.replace('_', '-')} is an option of --model "
+                         f"{' or '.join(m for m, _ in entries)}, not of --model {args.model}")
+    given = {name: getattr(args, name) for name in own - {"special_tokens", "initial_alphabet"}
+             if getattr(args, name, None) is not None}
+    if args.special_tokens is not None:
+        given["special_tokens"] = tuple(args.special_tokens)
+    return TRAINERS[args.model](**given, **options)
 
 
 def engine_flags(p: argparse.ArgumentParser, engine_help: str) -> None:
@@ -70,6 +109,11 @@ def engine_flags(p: argparse.ArgumentParser, engine_help: str) -> None:
 
 
 def _input_flags(p: argparse.ArgumentParser, *, sample: bool) -> None:
+    p.add_argument("--model", choices=list(TRAINERS), default="bpe",
+                   help="the model to learn (default: bpe); wordpiece counts with BERT's "
+                        "normalizer and pre-tokenizer")
+    p.add_argument("--no-lowercase", dest="lowercase", action="store_false",
+                   help="(wordpiece) keep the case (default: lowercase, as uncased BERT)")
     p.add_argument("files", nargs="*", help="inputs: .txt (a document per line), .jsonl, "
                    ".parquet, each optionally .gz or .zst; directories, globs, '-' for stdin"
                    + ("; none: the bundled sample corpus" if sample else ""))
@@ -93,7 +137,7 @@ def _input_flags(p: argparse.ArgumentParser, *, sample: bool) -> None:
 
 
 def add_parsers(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
-    t = sub.add_parser("train", help="learn a BPE tokenizer from a corpus or from count files")
+    t = sub.add_parser("train", help="learn a tokenizer from a corpus or from count files")
     _input_flags(t, sample=True)
     t.add_argument("--from-counts", nargs="+", metavar="COUNTS",
                    help="train from count files (tokenmill count) instead of a corpus; several "
@@ -108,6 +152,13 @@ def add_parsers(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-a
 
 def _pipeline(args: argparse.Namespace) -> Tokenizer:
     """An empty tokenizer with the pipeline the flags ask for."""
+    if args.model == "wordpiece":
+        if args.byte_level:
+            raise InputError("--byte-level is for --model bpe; wordpiece splits words as BERT")
+        return Tokenizer(WordPiece({}), normalizer=bert.BertNormalizer(lowercase=args.lowercase),
+                         pre_tokenizer=bert.BertPreTokenizer(), decoder=bert.WordPieceDecoder())
+    if not args.lowercase:
+        raise InputError("--no-lowercase is for --model wordpiece")
     tok = Tokenizer(BPE({}, []))
     if args.byte_level:
         tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False, use_regex=True)
@@ -225,20 +276,18 @@ def _train_command(args: argparse.Namespace) -> int:
     counts, dropped_distinct, dropped_total = _limit(args, counts)
     phases.done("counting")
     byte_level = isinstance(tok.pre_tokenizer, pre_tokenizers.ByteLevel)
-    options: dict[str, Any] = {
-        name: getattr(args, name) for name in
-        ("vocab_size", "num_merges", "min_frequency", "unk_token", "limit_alphabet",
-         "end_of_word_marker", "end_of_word_suffix", "continuing_subword_prefix",
-         "max_token_length", "tie_break")}
-    alphabet = list(dict.fromkeys(args.initial_alphabet))
+    alphabet = list(dict.fromkeys(args.initial_alphabet or ""))
     if byte_level:
         alphabet += [c for c in pre_tokenizers.ByteLevel.alphabet() if c not in alphabet]
     end = args.end_of_word_suffix or args.end_of_word_marker
     if end and not byte_level:
         tok.decoder = decoders.BPEDecoder(suffix=end)
-    trainer = BPETrainer(initial_alphabet=tuple(alphabet), special_tokens=tuple(
-        args.special_tokens), show_progress=not args.quiet and sys.stderr.isatty(), **options)
+    trainer = _trainer(args, initial_alphabet=tuple(alphabet),
+                       show_progress=not args.quiet and sys.stderr.isatty())
     result = tok.train_from_counts(counts, trainer)
+    if args.model == "wordpiece":
+        tok.decoder = bert.WordPieceDecoder(prefix=trainer.continuing_subword_prefix)
+        tok.post_processor = bert.bert_processing(tok.model)
     phases.done("merging")
     tok.save(args.output)
     phases.done("writing")
@@ -247,7 +296,8 @@ def _train_command(args: argparse.Namespace) -> int:
     read = f"; {stats.summary()}" if stats.files else ""
     dropped = f"; --max-distinct dropped {dropped_distinct} distinct pre-tokens " \
               f"({dropped_total} occurrences)" if args.max_distinct else ""
-    _report(args, f"trained BPE: vocab {tok.get_vocab_size()}, {len(result.steps)} merges, "
+    model = TRAINERS[args.model].__name__.removesuffix("Trainer")
+    _report(args, f"trained {model}: vocab {tok.get_vocab_size()}, {len(result.steps)} merges, "
                   f"alphabet {result.alphabet_size}, {len(counts)} distinct pre-tokens{read}"
                   f"{dropped}; wrote {args.output} (fingerprint {tok.fingerprint()[:16]})\n"
                   f"{phases.line()}")

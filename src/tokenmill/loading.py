@@ -6,7 +6,7 @@ import os
 from pathlib import Path
 
 from tokenmill.errors import InputError
-from tokenmill.formats import gpt2, tiktoken
+from tokenmill.formats import bert_vocab, gpt2, tiktoken
 from tokenmill.tokenizer import Tokenizer
 
 
@@ -18,7 +18,9 @@ def load(name_or_path: str | os.PathLike[str], *,
       (``gpt2``, ``r50k_base``, ``p50k_base``, ``cl100k_base``, ``o200k_base``) with its ranks
       file (or a folder holding it); nothing is downloaded;
     - ``load("tokenizer.json")``: a Hugging Face tokenizer file;
-    - ``load("dir/")`` with ``vocab.json`` and ``merges.txt`` in it: a GPT-2 style BPE.
+    - ``load("dir/")`` with ``vocab.json`` and ``merges.txt`` in it: a GPT-2 style BPE;
+    - ``load("vocab.txt")``, or a folder with only that: a BERT WordPiece tokenizer, uncased as
+      ``BertWordPieceTokenizer`` (``tokenmill.formats.bert_vocab.load`` takes the options).
     """
     name = os.fspath(name_or_path)
     if name in tiktoken.PRESETS:
@@ -29,7 +31,10 @@ def load(name_or_path: str | os.PathLike[str], *,
             return Tokenizer.from_file(p / "tokenizer.json")
         if (p / "vocab.json").is_file() and (p / "merges.txt").is_file():
             return gpt2.load(p / "vocab.json", p / "merges.txt")
-        raise InputError(f"{p}: no tokenizer.json, nor vocab.json with merges.txt, in it")
+        if (p / "vocab.txt").is_file():
+            return bert_vocab.load(p / "vocab.txt")
+        raise InputError(f"{p}: no tokenizer.json, nor vocab.json with merges.txt, nor "
+                         "vocab.txt, in it")
     if p.suffix == ".tiktoken":
         raise InputError(f"{p}: a .tiktoken file needs its pattern: load(PRESET, path={str(p)!r})"
                          f" with PRESET one of {', '.join(sorted(tiktoken.PRESETS))}")
@@ -38,4 +43,6 @@ def load(name_or_path: str | os.PathLike[str], *,
             raise InputError(f"unknown preset {name!r}; expected one of "
                              f"{', '.join(sorted(tiktoken.PRESETS))} or a file")
         raise InputError(f"{p}: no such file")
+    if p.suffix == ".txt":
+        return bert_vocab.load(p)
     return Tokenizer.from_file(p)

@@ -11,23 +11,43 @@ import random
 from collections import Counter
 from collections.abc import Iterable, Iterator, Mapping, Sequence, Set
 from itertools import islice
-from typing import TYPE_CHECKING, Any, Literal, cast
+from typing import TYPE_CHECKING, Any, Literal, Protocol, TypeVar, cast
 
-from tokenmill import _core
+from tokenmill import _core, bert
 from tokenmill._io import atomic_write_text, check_text
 from tokenmill.added_tokens import AddedToken, AddedVocabulary
 from tokenmill.decoders import ByteLevel as ByteLevelDecoder
 from tokenmill.encoding import Encoding, Padding, Truncation
 from tokenmill.errors import InputError
 from tokenmill.models.bpe import BPE
+from tokenmill.models.wordpiece import WordPiece
 from tokenmill.normalized import NormalizedString
 from tokenmill.pre_tokenizers import native_counting, spell_bytes, unicode_to_bytes
-from tokenmill.trainers.bpe import BPETrainer, TrainResult
 
 if TYPE_CHECKING:
     from tokenmill.streaming import DecodeStream
 
 Special = Literal["all"] | Set[str] | Sequence[str]
+# The models a Tokenizer can hold.
+Model = BPE | WordPiece
+
+
+class _Result(Protocol):
+    @property
+    def model(self) -> Any: ...
+
+
+R = TypeVar("R", bound=_Result, covariant=True)
+
+
+class Trainer(Protocol[R]):
+    """What training needs of a trainer (BPETrainer, WordPieceTrainer): its special tokens, and
+    a result holding the model."""
+
+    @property
+    def special_tokens(self) -> tuple[str, ...]: ...
+
+    def train_from_counts(self, counts: Mapping[str, int]) -> R: ...
 
 
 class Tokenizer:
@@ -39,12 +59,13 @@ class Tokenizer:
     [2]
     """
 
-    def __init__(self, model: BPE, *, normalizer: Any = None, pre_tokenizer: Any = None,
+    def __init__(self, model: Model, *, normalizer: Any = None, pre_tokenizer: Any = None,
                  post_processor: Any = None, decoder: Any = None,
                  added_tokens: Sequence[AddedToken] = (), truncation: Truncation | None = None,
                  padding: Padding | None = None,
                  special_tokens_in_text: Literal["match", "error"] = "match") -> None:
-        self.model = model
+        # Any model of the pipeline; each is used through the methods they share.
+        self.model: Any = model
         self.normalizer = normalizer
         self.pre_tokenizer = pre_tokenizer
         self.post_processor = post_processor
@@ -185,6 +206,9 @@ class Tokenizer:
                      dropout: tuple[float, int] | None = None) -> Encoding:
         check_text(text)
         vocab = self._added if added is None else added
+        bert_plan = bert.native_plan(self)
+        if bert_plan is not None and not any(t.normalized for t in vocab.tokens):
+            return bert.encode_natively(bert_plan, text, vocab.split(text), self.id_to_token)
         segments = vocab.segments(text, self.normalizer)
         # only ever without a normalizer; BPE-dropout takes the pipeline's path
         native = self.native_plan() if dropout is None else None
@@ -311,16 +335,21 @@ class Tokenizer:
         """:meth:`encode_ordinary` of each text, on ``num_threads`` native threads (default:
         every core this process may use) with the GIL released."""
         native = self.native_plan()
-        if native is None or any(not t.special for t in self._added.tokens):
+        bert_plan = bert.native_plan(self)
+        if (native is None and bert_plan is None) or \
+                any(not t.special for t in self._added.tokens):
             return [self.encode_ordinary(t) for t in texts]
         texts = list(texts)
         try:
             # The result is one list of ints per text: nothing the cyclic GC could collect, yet
-            # allocating thousands of lists sets off collections that walk every id (5% of
-            # the call on English).
+            # allocating thousands of lists sets off collections that walk every id.
             with _gc_paused():
-                return _core.encode_ids_batch(native[0], native[1], texts,
-                                              num_threads or _threads())
+                if native is not None:
+                    return _core.encode_ids_batch(native[0], native[1], texts,
+                                                  num_threads or _threads())
+                plan = cast(tuple, bert_plan)  # one of the two plans, checked above
+                return _core.bert_encode_batch(plan[0], plan[1], texts,
+                                               num_threads or _threads(), False)
         except (TypeError, UnicodeError):
             for i, text in enumerate(texts):
                 check_text(text, f"texts[{i}]")
@@ -455,14 +484,14 @@ class Tokenizer:
         return counts
 
     def train_from_iterator(self, texts: Iterable[str] | Iterable[list[str]],
-                            trainer: BPETrainer) -> TrainResult:
+                            trainer: Trainer[R]) -> R:
         """Learn the model from texts, or batches (lists) of texts, pre-tokenized with this
         tokenizer's own pipeline; the texts are streamed, never held together."""
         from tokenmill.corpus import documents_from
 
         return self.train_from_counts(self.count_words(documents_from(texts)), trainer)
 
-    def train_from_counts(self, counts: Mapping[str, int], trainer: BPETrainer) -> TrainResult:
+    def train_from_counts(self, counts: Mapping[str, int], trainer: Trainer[R]) -> R:
         """Learn the model from pre-token counts; special tokens become added tokens."""
         result = trainer.train_from_counts(counts)
         self.model = result.model

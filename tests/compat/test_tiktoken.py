@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import gzip
 import json
-from pathlib import Path
 
 import pytest
 import tiktoken
@@ -37,19 +36,6 @@ def pairs(shared_data, encodings):
     return out
 
 
-def corpus_lines(shared: Path) -> list[str]:
-    lines: list[str] = []
-    for path in sorted((shared / "text").rglob("*.txt")):
-        lines += path.read_text("utf-8").splitlines()
-    for path in sorted((shared / "text").rglob("*.gz")):
-        with gzip.open(path, "rt", encoding="utf-8") as f:
-            lines += f.read().splitlines()
-    for path in sorted((shared / "code").glob("*.jsonl")):
-        for doc in path.read_text("utf-8").splitlines():
-            lines += json.loads(doc)["text"].splitlines(keepends=True)
-    return lines
-
-
 @pytest.mark.parametrize("name", NAMES)
 def test_goldens(shared_data, pairs, name):
     tok, ref = pairs[name]
@@ -63,8 +49,8 @@ def test_goldens(shared_data, pairs, name):
         assert tok.decode(row["ids"]) == ref.decode(row["ids"])
 
 
-def test_every_line_of_every_corpus(shared_data, pairs):
-    lines = corpus_lines(shared_data)
+def test_every_line_of_every_corpus(corpus_lines, pairs):
+    lines = corpus_lines
     assert len(lines) > 500_000
     for name in NAMES:
         tok, ref = pairs[name]

@@ -12,11 +12,13 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 # Imported for their registrations: the component classes of each "type" name.
+import tokenmill.bert  # noqa: F401
 import tokenmill.decoders  # noqa: F401
 import tokenmill.models  # noqa: F401
 import tokenmill.normalizers  # noqa: F401
 import tokenmill.pre_tokenizers  # noqa: F401
 import tokenmill.processors  # noqa: F401
+from tokenmill._io import read_file
 from tokenmill._registry import build, field
 from tokenmill.added_tokens import AddedToken
 from tokenmill.encoding import Padding, Truncation
@@ -73,7 +75,7 @@ def from_dict(data: Any, source: str = "tokenizer") -> Tokenizer:
 
 
 # Model types of the schema that this version cannot run yet.
-_UNSUPPORTED_MODELS = ("WordPiece", "Unigram", "WordLevel")
+_UNSUPPORTED_MODELS = ("Unigram", "WordLevel")
 
 
 def _model(data: dict[str, Any], where: str) -> Any:
@@ -85,7 +87,7 @@ def _model(data: dict[str, Any], where: str) -> Any:
         what = "missing; the fields are those of a {} model, which is"
     if data["type"] in _UNSUPPORTED_MODELS:
         raise FormatError(f"{where}.type: {what.format(data['type'])} not supported yet (this "
-                          "version runs BPE models only)")
+                          "version runs BPE and WordPiece models)")
     return build("model", data, where)
 
 
@@ -155,12 +157,7 @@ def loads(text: str, source: str = "tokenizer") -> Tokenizer:
 
 def load(path: str | os.PathLike[str]) -> Tokenizer:
     path = Path(path)
-    try:
-        raw = path.read_bytes()
-    except FileNotFoundError:
-        raise InputError(f"{path}: no such file") from None
-    except IsADirectoryError:
-        raise InputError(f"{path}: is a directory, expected a tokenizer.json file") from None
+    raw = read_file(path, "a tokenizer.json file")
     try:
         text = raw.decode("utf-8")
     except UnicodeDecodeError as e:

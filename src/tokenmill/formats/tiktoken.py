@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from tokenmill import _core
-from tokenmill._io import atomic_write_text
+from tokenmill._io import atomic_write_text, read_file
 from tokenmill.added_tokens import AddedToken
 from tokenmill.errors import FormatError, InputError
 from tokenmill.models.bpe import CACHE_CAPACITY
@@ -76,12 +76,7 @@ PRESETS["gpt2"] = Preset("gpt2", _GPT2_PATTERN, {"<|endoftext|>": 50256}, "r50k_
 def read_ranks(path: str | os.PathLike[str]) -> dict[bytes, int]:
     """A ``*.tiktoken`` file: token bytes -> rank. Errors name the file and line."""
     path = Path(path)
-    try:
-        raw = path.read_bytes()
-    except FileNotFoundError:
-        raise InputError(f"{path}: no such file") from None
-    except IsADirectoryError:
-        raise InputError(f"{path}: is a directory, expected a .tiktoken file") from None
+    raw = read_file(path, "a .tiktoken file")
     ranks: dict[bytes, int] = {}
     seen_ranks: dict[int, int] = {}
     for n, line in enumerate(raw.splitlines(), start=1):

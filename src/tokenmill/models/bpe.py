@@ -13,6 +13,7 @@ from typing import Any
 from tokenmill import _core
 from tokenmill._registry import field, register
 from tokenmill.errors import FormatError, InputError
+from tokenmill.models._vocab import VocabLookups
 from tokenmill.pre_tokenizers import bytes_to_unicode
 
 # Marker models cannot be written as Hugging Face "BPE": that schema has no separate
@@ -22,7 +23,7 @@ CACHE_CAPACITY = 10000  # words the core remembers by default
 
 
 @register("model", "BPE")
-class BPE:
+class BPE(VocabLookups):
     """Byte-pair encoding with merges applied by rank (lowest first; on a tie, the leftmost).
 
     ``end_of_word_suffix`` is glued to a word's last character (Hugging Face, subword-nmt);
@@ -96,8 +97,8 @@ class BPE:
         t = self._triples
         return [(by_id[t[k]], by_id[t[k + 1]]) for k in range(0, len(t), 3)]
 
-    @functools.cached_property
-    def _id_to_token(self) -> dict[int, str]:
+    @functools.cached_property  # built on first use (a 200k-token load need not pay for it)
+    def _id_to_token(self) -> dict[int, str]:  # type: ignore[override]
         return {i: t for t, i in self.vocab.items()}
 
     @functools.cached_property
@@ -190,19 +191,6 @@ class BPE:
             raise InputError(f"symbol {missing[0]!r} is not in the vocab")
         ids = self._char_core.merge_ids([self.vocab[s] for s in symbols])
         return [self._id_to_token[i] for i in ids]
-
-    def token_to_id(self, token: str) -> int | None:
-        return self.vocab.get(token)
-
-    def id_to_token(self, id: int) -> str | None:
-        return self._id_to_token.get(id)
-
-    def get_vocab(self) -> dict[str, int]:
-        return dict(self.vocab)
-
-    @property
-    def vocab_size(self) -> int:
-        return len(self.vocab)
 
     # -- files -----------------------------------------------------------------------------
 

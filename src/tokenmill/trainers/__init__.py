@@ -1,5 +1,7 @@
 """Trainers: frozen option dataclasses that learn a model from word counts."""
 
 from tokenmill.trainers.bpe import BPETrainer, MergeStep, TrainResult
+from tokenmill.trainers.wordpiece import WordPieceStep, WordPieceTrainer, WordPieceTrainResult
 
-__all__ = ["BPETrainer", "MergeStep", "TrainResult"]
+__all__ = ["BPETrainer", "MergeStep", "TrainResult", "WordPieceStep", "WordPieceTrainer",
+           "WordPieceTrainResult"]

@@ -131,7 +131,7 @@ class BPETrainer:
             raise InputError("empty corpus: there are no words to train on")
         for word in words:
             check_text(word, f"word {word!r}")
-        bar = _progress_bar(self) if self.show_progress else None
+        bar = _progress_bar(self.num_merges) if self.show_progress else None
         try:
             vocab, merges, alphabet_size = _core.train_bpe(
                 words, freqs,
@@ -158,10 +158,9 @@ class BPETrainer:
 class _progress_bar:
     """Merges per second and the vocabulary size, fed from the core's progress callback."""
 
-    def __init__(self, trainer: BPETrainer) -> None:
+    def __init__(self, total: int | None) -> None:
         from tqdm import tqdm
 
-        total = trainer.num_merges
         self._bar = tqdm(total=total, unit="merge", desc="merging", leave=False)
         self._done = 0
 
