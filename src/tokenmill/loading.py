@@ -18,7 +18,8 @@ def load(name_or_path: str | os.PathLike[str], *,
       (``gpt2``, ``r50k_base``, ``p50k_base``, ``cl100k_base``, ``o200k_base``) with its ranks
       file (or a folder holding it); nothing is downloaded;
     - ``load("tokenizer.json")``: a Hugging Face tokenizer file;
-    - ``load("dir/")`` with ``vocab.json`` and ``merges.txt`` in it: a GPT-2 style BPE.
+    - ``load("dir/")`` with ``vocab.json`` and ``merges.txt`` in it: a GPT-2 style BPE;
+    - ``load("spiece.model")``: a SentencePiece model file (Unigram or BPE).
     """
     name = os.fspath(name_or_path)
     if name in tiktoken.PRESETS:
@@ -33,6 +34,10 @@ def load(name_or_path: str | os.PathLike[str], *,
     if p.suffix == ".tiktoken":
         raise InputError(f"{p}: a .tiktoken file needs its pattern: load(PRESET, path={str(p)!r})"
                          f" with PRESET one of {', '.join(sorted(tiktoken.PRESETS))}")
+    if p.suffix == ".model" and p.is_file():
+        from tokenmill.formats import sentencepiece
+
+        return sentencepiece.load(p)
     if not p.exists():
         if os.sep not in name and "." not in name:
             raise InputError(f"unknown preset {name!r}; expected one of "

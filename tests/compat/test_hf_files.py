@@ -177,10 +177,8 @@ def test_old_format_model_keeps_its_fields(shared_data):
 @pytest.mark.parametrize(("model", "message"), [
     ({"type": "WordPiece", "vocab": {"a": 0}, "unk_token": "a"},
      "model.type: WordPiece models are not supported yet"),
-    ({"type": "Unigram", "vocab": [["a", 0.0]]}, "model.type: Unigram models are not supported"),
     ({"type": "WordLevel", "vocab": {"a": 0}, "unk_token": "a"},
      "model.type: WordLevel models are not supported"),
-    ({"vocab": [["a", 0.0]]}, "model.type: missing; the fields are those of a Unigram model"),
     ({"vocab": {"a": 0}, "unk_token": "a", "max_input_chars_per_word": 100},
      "model.type: missing; the fields are those of a WordPiece model"),
     ({"vocab": {"a": 0}, "unk_token": "a"},

@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any
 
 # Imported for their registrations: the component classes of each "type" name.
 import tokenmill.decoders  # noqa: F401
+import tokenmill.formats.sentencepiece  # noqa: F401  (its normalizers)
 import tokenmill.models  # noqa: F401
 import tokenmill.normalizers  # noqa: F401
 import tokenmill.pre_tokenizers  # noqa: F401
@@ -73,7 +74,7 @@ def from_dict(data: Any, source: str = "tokenizer") -> Tokenizer:
 
 
 # Model types of the schema that this version cannot run yet.
-_UNSUPPORTED_MODELS = ("WordPiece", "Unigram", "WordLevel")
+_UNSUPPORTED_MODELS = ("WordPiece", "WordLevel")
 
 
 def _model(data: dict[str, Any], where: str) -> Any:
@@ -85,7 +86,7 @@ def _model(data: dict[str, Any], where: str) -> Any:
         what = "missing; the fields are those of a {} model, which is"
     if data["type"] in _UNSUPPORTED_MODELS:
         raise FormatError(f"{where}.type: {what.format(data['type'])} not supported yet (this "
-                          "version runs BPE models only)")
+                          "version runs BPE and Unigram models only)")
     return build("model", data, where)
 
 

@@ -13,6 +13,7 @@ from typing import Any
 from tokenmill import _core
 from tokenmill._registry import field, register
 from tokenmill.errors import FormatError, InputError
+from tokenmill.models._vocab import VocabLookup
 from tokenmill.pre_tokenizers import bytes_to_unicode
 
 # Marker models cannot be written as Hugging Face "BPE": that schema has no separate
@@ -21,7 +22,7 @@ MARKER_TYPE = "tokenmill.BPE"
 
 
 @register("model", "BPE")
-class BPE:
+class BPE(VocabLookup):
     """Byte-pair encoding with merges applied by rank (lowest first; on a tie, the leftmost).
 
     ``end_of_word_suffix`` is glued to a word's last character (Hugging Face, subword-nmt);
@@ -162,15 +163,6 @@ class BPE:
             raise InputError(f"symbol {missing[0]!r} is not in the vocab")
         ids = self._char_core.merge_ids([self.vocab[s] for s in symbols])
         return [self._id_to_token[i] for i in ids]
-
-    def token_to_id(self, token: str) -> int | None:
-        return self.vocab.get(token)
-
-    def id_to_token(self, id: int) -> str | None:
-        return self._id_to_token.get(id)
-
-    def get_vocab(self) -> dict[str, int]:
-        return dict(self.vocab)
 
     @property
     def vocab_size(self) -> int:

@@ -1,0 +1,17 @@
+"""What every model answers about its vocabulary, from ``vocab`` and ``_id_to_token``."""
+
+from __future__ import annotations
+
+
+class VocabLookup:
+    vocab: dict[str, int]
+    _id_to_token: dict[int, str]
+
+    def token_to_id(self, token: str) -> int | None:
+        return self.vocab.get(token)
+
+    def id_to_token(self, id: int) -> str | None:
+        return self._id_to_token.get(id)
+
+    def get_vocab(self) -> dict[str, int]:
+        return dict(self.vocab)
