@@ -61,18 +61,17 @@ UnigramModel::UnigramModel(const std::vector<std::string>& pieces, const std::ve
   }
   if (options.unk_id >= static_cast<int64_t>(pieces.size())) throw Error("unk_id out of range");
   for (auto& b : byte_ids_) b = -1;
-  // sentencepiece takes the extremes over NORMAL pieces only, and starts the maximum at FLT_MIN
-  // (the smallest positive float), so with the usual all-negative scores a user-defined piece
-  // scores about -0.1: always better than any normal piece, as intended.
+  // sentencepiece takes the extremes over NORMAL pieces only. A user-defined piece scores
+  // (its length in bytes) * (the best normal score) - 0.1, so it beats any split of itself.
   double min_score = FLT_MAX;
-  double max_score = FLT_MIN;
+  double max_score = -FLT_MAX;
   for (std::size_t i = 0; i < pieces.size(); ++i) {
     if (kinds[i] == kNormal) {
       min_score = std::min(min_score, scores[i]);
       max_score = std::max(max_score, scores[i]);
     }
   }
-  if (min_score == FLT_MAX) min_score = 0.0;
+  if (min_score == FLT_MAX) min_score = max_score = 0.0;
   unk_score_ = min_score - kUnkPenalty;
   if (options.float32_sums) unk_score_ = static_cast<float>(unk_score_);
   lookup_.reserve(pieces.size());
@@ -84,9 +83,8 @@ UnigramModel::UnigramModel(const std::vector<std::string>& pieces, const std::ve
       lookup_.insert(p, id);
       max_chars_ = std::max(max_chars_, utf8_count(p));
       if (kinds[i] == kUserDefined) {
-        scores_[i] = static_cast<float>(static_cast<double>(p.size()) * max_score - 0.1);
-        user_defined_.insert(p, id);
-        longest_user_defined_ = std::max(longest_user_defined_, p.size());
+        scores_[i] = static_cast<double>(p.size()) * max_score - 0.1;
+        if (options.float32_sums) scores_[i] = static_cast<float>(scores_[i]);
       }
     } else if (kinds[i] == kByte && p.size() == 6 && p.compare(0, 3, "<0x") == 0 && p[5] == '>') {
       const int hi = hex_digit(p[3]);
@@ -188,8 +186,7 @@ bool UnigramModel::best_path(const std::vector<Edge>& edges, std::size_t n, int6
   return true;
 }
 
-void UnigramModel::encode_plain(std::string_view word, uint32_t offset,
-                                std::vector<TokenSpan>& out) const {
+void UnigramModel::encode_word(std::string_view word, std::vector<TokenSpan>& out) const {
   if (word.empty()) return;
   std::vector<uint32_t> chars;
   std::vector<Edge> edges;
@@ -200,50 +197,7 @@ void UnigramModel::encode_plain(std::string_view word, uint32_t offset,
   } else {
     best_path<double>(edges, chars.size() - 1, -1, path);
   }
-  const std::size_t first = out.size();
   finish(word, chars, path, out);
-  for (std::size_t k = first; k < out.size(); ++k) {
-    out[k].start += offset;
-    out[k].end += offset;
-  }
-}
-
-void UnigramModel::encode_word(std::string_view word, std::vector<TokenSpan>& out) const {
-  if (longest_user_defined_ == 0) {
-    encode_plain(word, 0, out);
-    return;
-  }
-  // A user-defined piece is always a token of its own (sentencepiece matches them before the
-  // lattice), and the text between two is segmented on its own: its sums start from zero,
-  // which decides near-ties the way sentencepiece does.
-  std::size_t plain = 0;  // bytes
-  uint32_t plain_chars = 0;
-  uint32_t chars = 0;
-  for (std::size_t i = 0; i < word.size();) {
-    std::size_t match = 0;
-    for (std::size_t len = std::min(longest_user_defined_, word.size() - i); len > 0; --len) {
-      uint32_t id;
-      if (user_defined_.find(word.substr(i, len), id)) {
-        match = len;
-        break;
-      }
-    }
-    if (match == 0) {
-      i += utf8_char_len(word, i);
-      ++chars;
-      continue;
-    }
-    encode_plain(word.substr(plain, i - plain), plain_chars, out);
-    uint32_t id = 0;
-    user_defined_.find(word.substr(i, match), id);
-    const auto n = static_cast<uint32_t>(utf8_count(word.substr(i, match)));
-    out.push_back({id, chars, chars + n});
-    i += match;
-    chars += n;
-    plain = i;
-    plain_chars = chars;
-  }
-  encode_plain(word.substr(plain), plain_chars, out);
 }
 
 bool UnigramModel::viterbi_ids(std::string_view word, int64_t exclude,

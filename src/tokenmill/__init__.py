@@ -5,9 +5,11 @@ from tokenmill.encoding import Encoding, Padding, Truncation
 from tokenmill.errors import FormatError, InputError, TokenmillError
 from tokenmill.loading import load
 from tokenmill.models.bpe import BPE
+from tokenmill.models.unigram import Unigram
 from tokenmill.normalized import NormalizedString
 from tokenmill.tokenizer import Tokenizer
 from tokenmill.trainers.bpe import BPETrainer, MergeStep, TrainResult
+from tokenmill.trainers.unigram import UnigramTrainer, UnigramTrainResult
 
 __all__ = [
     "AddedToken",
@@ -22,6 +24,9 @@ __all__ = [
     "Tokenizer",
     "TokenmillError",
     "TrainResult",
+    "Unigram",
+    "UnigramTrainer",
+    "UnigramTrainResult",
     "load",
     "Truncation",
 ]

@@ -25,6 +25,10 @@ from tokenmill.formats import counts as count_files
 from tokenmill.models.bpe import BPE
 from tokenmill.tokenizer import Tokenizer
 from tokenmill.trainers.bpe import BPETrainer
+from tokenmill.trainers.unigram import UnigramTrainer
+
+# --model: the trainer of each model; a flag of any of them is read from its option dataclass.
+TRAINERS: dict[str, type] = {"bpe": BPETrainer, "unigram": UnigramTrainer}
 
 # Flags that are not a plain "--name VALUE" of the trainer, or that the CLI sets itself.
 _SPECIAL_FLAGS = {"special_tokens", "initial_alphabet", "show_progress", "vocab_size",
@@ -58,6 +62,13 @@ def _trainer_flags(p: argparse.ArgumentParser) -> None:
         kind = int if "int" in str(f.type) else str
         p.add_argument("--" + name.replace("_", "-"), type=kind, default=f.default,
                        help=help_of(name))
+    p.add_argument("--model", choices=sorted(TRAINERS), default="bpe",
+                   help="the model to train (default: bpe)")
+    for f in dataclasses.fields(UnigramTrainer):  # the Unigram options BPE does not have
+        if f.name not in fields and f.name != "show_progress":
+            number = float if "float" in str(f.type) else int
+            p.add_argument("--" + f.name.replace("_", "-"), type=number, default=f.default,
+                           help=f"{f.metadata['help']} (--model unigram; default: {f.default})")
 
 
 def _input_flags(p: argparse.ArgumentParser, *, sample: bool) -> None:
@@ -105,7 +116,10 @@ def add_parsers(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-a
 def _pipeline(args: argparse.Namespace) -> Tokenizer:
     """An empty tokenizer with the pipeline the flags ask for."""
     tok = Tokenizer(BPE({}, []))
-    if args.byte_level:
+    if getattr(args, "model", "bpe") == "unigram":  # SentencePiece's spaces
+        tok.pre_tokenizer = pre_tokenizers.Metaspace()
+        tok.decoder = decoders.Metaspace()
+    elif args.byte_level:
         tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False, use_regex=True)
         tok.decoder = decoders.ByteLevel()
     else:
@@ -220,6 +234,8 @@ def _train_command(args: argparse.Namespace) -> int:
         counts = _count(args, tok, stats)
     counts, dropped_distinct, dropped_total = _limit(args, counts)
     phases.done("counting")
+    if args.model == "unigram":
+        return _train_unigram(args, tok, counts, phases)
     byte_level = isinstance(tok.pre_tokenizer, pre_tokenizers.ByteLevel)
     options: dict[str, Any] = {
         name: getattr(args, name) for name in
@@ -247,6 +263,27 @@ def _train_command(args: argparse.Namespace) -> int:
                   f"alphabet {result.alphabet_size}, {len(counts)} distinct pre-tokens{read}"
                   f"{dropped}; wrote {args.output} (fingerprint {tok.fingerprint()[:16]})\n"
                   f"{phases.line()}")
+    return 0
+
+
+def _train_unigram(args: argparse.Namespace, tok: Tokenizer, counts: Counter[str],
+                   phases: _Phases) -> int:
+    options = {f.name: getattr(args, f.name) for f in dataclasses.fields(UnigramTrainer)
+               if f.name not in ("special_tokens", "initial_alphabet", "show_progress",
+                                 "unk_token")}
+    trainer = UnigramTrainer(special_tokens=tuple(args.special_tokens),
+                             initial_alphabet=tuple(dict.fromkeys(args.initial_alphabet)),
+                             unk_token=args.unk_token or UnigramTrainer.unk_token,
+                             show_progress=not args.quiet and sys.stderr.isatty(), **options)
+    if tok.decoder is None:  # trained from a count file
+        tok.decoder = decoders.Metaspace()
+    result = tok.train_from_counts(counts, trainer)
+    phases.done("training")
+    tok.save(args.output)
+    phases.done("writing")
+    _report(args, f"trained Unigram: vocab {tok.get_vocab_size()}, alphabet "
+                  f"{result.alphabet_size}, {len(counts)} distinct pre-tokens; wrote "
+                  f"{args.output} (fingerprint {tok.fingerprint()[:16]})\n{phases.line()}")
     return 0
 
 

@@ -8,7 +8,7 @@ import os
 from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence, Set
 from itertools import islice
-from typing import TYPE_CHECKING, Any, Literal, cast
+from typing import TYPE_CHECKING, Any, Literal, cast, overload
 
 from tokenmill import _core
 from tokenmill._io import atomic_write_text, check_text
@@ -22,7 +22,9 @@ from tokenmill.pre_tokenizers import native_counting, spell_bytes, unicode_to_by
 from tokenmill.trainers.bpe import BPETrainer, TrainResult
 
 if TYPE_CHECKING:
+    from tokenmill.models.unigram import Unigram
     from tokenmill.streaming import DecodeStream
+    from tokenmill.trainers.unigram import UnigramTrainer, UnigramTrainResult
 
 Special = Literal["all"] | Set[str] | Sequence[str]
 
@@ -36,12 +38,13 @@ class Tokenizer:
     [2]
     """
 
-    def __init__(self, model: BPE, *, normalizer: Any = None, pre_tokenizer: Any = None,
+    def __init__(self, model: BPE | Unigram, *, normalizer: Any = None, pre_tokenizer: Any = None,
                  post_processor: Any = None, decoder: Any = None,
                  added_tokens: Sequence[AddedToken] = (), truncation: Truncation | None = None,
                  padding: Padding | None = None,
                  special_tokens_in_text: Literal["match", "error"] = "match") -> None:
-        self.model = model
+        # BPE or Unigram. Typed loosely: the BPE-only tools (sweep, traces) read BPE fields.
+        self.model: Any = model
         self.normalizer = normalizer
         self.pre_tokenizer = pre_tokenizer
         self.post_processor = post_processor
@@ -398,15 +401,33 @@ class Tokenizer:
                 counts[text] += 1
         return counts
 
+    @overload
     def train_from_iterator(self, texts: Iterable[str] | Iterable[list[str]],
-                            trainer: BPETrainer) -> TrainResult:
+                            trainer: BPETrainer) -> TrainResult: ...
+
+    @overload
+    def train_from_iterator(self, texts: Iterable[str] | Iterable[list[str]],
+                            trainer: UnigramTrainer) -> UnigramTrainResult: ...
+
+    def train_from_iterator(self, texts: Iterable[str] | Iterable[list[str]],
+                            trainer: BPETrainer | UnigramTrainer
+                            ) -> TrainResult | UnigramTrainResult:
         """Learn the model from texts, or batches (lists) of texts, pre-tokenized with this
         tokenizer's own pipeline; the texts are streamed, never held together."""
         from tokenmill.corpus import documents_from
 
         return self.train_from_counts(self.count_words(documents_from(texts)), trainer)
 
-    def train_from_counts(self, counts: Mapping[str, int], trainer: BPETrainer) -> TrainResult:
+    @overload
+    def train_from_counts(self, counts: Mapping[str, int],
+                          trainer: BPETrainer) -> TrainResult: ...
+
+    @overload
+    def train_from_counts(self, counts: Mapping[str, int],
+                          trainer: UnigramTrainer) -> UnigramTrainResult: ...
+
+    def train_from_counts(self, counts: Mapping[str, int], trainer: BPETrainer | UnigramTrainer
+                          ) -> TrainResult | UnigramTrainResult:
         """Learn the model from pre-token counts; special tokens become added tokens."""
         result = trainer.train_from_counts(counts)
         self.model = result.model

@@ -86,8 +86,6 @@ class UnigramModel {
   // characters.
   static std::vector<double> forward_mass(const std::vector<Edge>& edges, std::size_t len,
                                           double scale);
-  // Viterbi tokens of a word that holds no user-defined piece, spans shifted by `offset`.
-  void encode_plain(std::string_view word, uint32_t offset, std::vector<TokenSpan>& out) const;
   void finish(std::string_view word, const std::vector<uint32_t>& chars,
               const std::vector<Edge>& path, std::vector<TokenSpan>& out) const;
 
@@ -96,8 +94,6 @@ class UnigramModel {
   StringMap lookup_;  // matchable pieces -> id
   std::size_t max_chars_ = 1;
   double unk_score_ = 0.0;
-  StringMap user_defined_;  // user-defined pieces: always tokens of their own
-  std::size_t longest_user_defined_ = 0;  // bytes
   UnigramOptions options_;
   int64_t byte_ids_[256];
 };

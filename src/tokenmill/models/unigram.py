@@ -37,6 +37,9 @@ class Unigram(VocabLookup):
     [(['ab'], -1.5), (['a', 'b'], -2.0)]
     """
 
+    # Only a byte-level BPE runs the whole pipeline in the core.
+    byte_level_core = None
+
     def __init__(self, vocab: Sequence[tuple[str, float]], *, unk_id: int | None = None,
                  byte_fallback: bool = False, kinds: Sequence[int] | None = None,
                  float32_sums: bool = False) -> None:

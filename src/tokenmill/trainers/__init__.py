@@ -1,5 +1,6 @@
 """Trainers: frozen option dataclasses that learn a model from word counts."""
 
 from tokenmill.trainers.bpe import BPETrainer, MergeStep, TrainResult
+from tokenmill.trainers.unigram import UnigramTrainer, UnigramTrainResult
 
-__all__ = ["BPETrainer", "MergeStep", "TrainResult"]
+__all__ = ["BPETrainer", "MergeStep", "TrainResult", "UnigramTrainer", "UnigramTrainResult"]

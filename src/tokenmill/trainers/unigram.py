@@ -41,10 +41,10 @@ class UnigramTrainResult:
 class UnigramTrainer:
     """Options of Unigram training. Defaults live here and only here (the CLI reads them).
 
-    >>> r = UnigramTrainer(vocab_size=8, special_tokens=("<unk>",)).train_from_counts(
+    >>> r = UnigramTrainer(vocab_size=12, special_tokens=("<unk>",)).train_from_counts(
     ...     {"▁low": 5, "▁lower": 2, "▁lowest": 2})
     >>> r.model.encode_word("▁lowest")
-    ['▁low', 'e', 's', 't']
+    ['▁lowe', 's', 't']
     """
 
     vocab_size: int = field(default=8000, metadata={
