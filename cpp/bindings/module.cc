@@ -425,16 +425,19 @@ NB_MODULE(_core, m) {
   m.def(
       "unigram_seed",
       [](const std::vector<std::string>& words, const std::vector<uint64_t>& counts,
-         std::size_t max_chars, std::size_t seed_size) {
+         std::size_t max_chars, std::size_t seed_size, const std::vector<uint32_t>& chars,
+         const std::vector<uint32_t>& classes) {
         std::vector<std::string> pieces;
         std::vector<double> freqs;
         {
           nb::gil_scoped_release release;
-          tokenmill::seed_pieces(words, counts, max_chars, seed_size, pieces, freqs);
+          std::unordered_map<uint32_t, uint32_t> scripts;
+          for (std::size_t i = 0; i < chars.size() && i < classes.size(); ++i) scripts[chars[i]] = classes[i];
+          tokenmill::seed_pieces(words, counts, max_chars, seed_size, scripts, pieces, freqs);
         }
         return nb::make_tuple(pieces, freqs);
       },
-      "words"_a, "counts"_a, "max_chars"_a, "seed_size"_a);
+      "words"_a, "counts"_a, "max_chars"_a, "seed_size"_a, "chars"_a, "classes"_a);
   m.def(
       "unigram_e_step",
       [](const UnigramModel& model, const std::vector<std::string>& words,

@@ -14,6 +14,8 @@ namespace {
 
 // What sentencepiece charges for a character that no piece covers, below the lowest score.
 constexpr double kUnkPenalty = 10.0;
+// The value of a lookup entry that is only the prefix of some piece.
+constexpr uint32_t kPrefixOnly = 0xFFFFFFFFu;
 
 double log_add(double a, double b) {
   if (a < b) std::swap(a, b);
@@ -79,7 +81,7 @@ UnigramModel::UnigramModel(const std::vector<std::string>& pieces, const std::ve
     const std::string& p = pieces[i];
     const auto id = static_cast<uint32_t>(i);
     if (kinds[i] == kNormal || kinds[i] == kUserDefined) {
-      if (p.empty()) continue;
+      if (p.empty() || id == kPrefixOnly) continue;
       lookup_.insert(p, id);
       max_chars_ = std::max(max_chars_, utf8_count(p));
       if (kinds[i] == kUserDefined) {
@@ -90,6 +92,15 @@ UnigramModel::UnigramModel(const std::vector<std::string>& pieces, const std::ve
       const int hi = hex_digit(p[3]);
       const int lo = hex_digit(p[4]);
       if (hi >= 0 && lo >= 0 && byte_ids_[hi * 16 + lo] < 0) byte_ids_[hi * 16 + lo] = id;
+    }
+  }
+  // Then every proper prefix of a piece (pieces keep their ids: the map keeps the first value),
+  // so that a lattice stops extending a match as soon as no piece can start that way.
+  for (std::size_t i = 0; i < pieces.size(); ++i) {
+    if (kinds[i] != kNormal && kinds[i] != kUserDefined) continue;
+    const std::string& p = pieces[i];
+    for (std::size_t end = utf8_char_len(p, 0); end < p.size(); end += utf8_char_len(p, end)) {
+      lookup_.insert(std::string_view(p).substr(0, end), kPrefixOnly);
     }
   }
 }
@@ -108,7 +119,8 @@ void UnigramModel::lattice(std::string_view word, std::vector<uint32_t>& chars,
     const std::size_t longest = std::min(max_chars_, n - i);
     for (std::size_t len = 1; len <= longest; ++len) {
       uint32_t id;
-      if (lookup_.find(word.substr(chars[i], chars[i + len] - chars[i]), id)) {
+      if (!lookup_.find(word.substr(chars[i], chars[i + len] - chars[i]), id)) break;
+      if (id != kPrefixOnly) {
         edges.push_back({static_cast<uint32_t>(i), static_cast<uint32_t>(i + len), id, scores_[id]});
         single = single || len == 1;
       }

@@ -114,8 +114,9 @@ std::string encode_utf8(const std::vector<uint32_t>& text, std::size_t at, std::
 }  // namespace
 
 void seed_pieces(const std::vector<std::string>& words, const std::vector<uint64_t>& counts,
-                 std::size_t max_chars, std::size_t seed_size, std::vector<std::string>& pieces,
-                 std::vector<double>& freqs) {
+                 std::size_t max_chars, std::size_t seed_size,
+                 const std::unordered_map<uint32_t, uint32_t>& scripts,
+                 std::vector<std::string>& pieces, std::vector<double>& freqs) {
   if (words.size() != counts.size()) throw Error("words and counts differ in length");
   std::vector<uint32_t> text;
   std::vector<double> weight;  // the count of the word each position belongs to
@@ -171,18 +172,22 @@ void seed_pieces(const std::vector<std::string>& words, const std::vector<uint64
     double score;
     uint32_t at;
     uint32_t len;
-    double freq;
+  };
+  auto script = [&](uint32_t cp) -> int64_t {
+    const auto it = scripts.find(cp);
+    return it == scripts.end() ? -1 - static_cast<int64_t>(cp) : static_cast<int64_t>(it->second);
   };
   std::vector<Candidate> found;
   std::vector<std::pair<uint32_t, std::size_t>> stack{{0, 0}};
   auto report = [&](uint32_t len, std::size_t lb, std::size_t rb) {
     if (len < 2 || len > max_chars) return;
     const uint32_t at = sa[lb];
-    for (uint32_t k = 1; k < len; ++k) {
-      if (text[at + k] == kWordStart) return;
+    const uint32_t first = text[at] == kWordStart ? 1 : 0;
+    for (uint32_t k = first; k < len; ++k) {
+      if (text[at + k] == kWordStart || script(text[at + k]) != script(text[at + first])) return;
     }
     const double f = mass[rb + 1] - mass[lb];
-    found.push_back({f * len, at, len, f});
+    found.push_back({f * len, at, len});
   };
   for (std::size_t j = 1; j <= n; ++j) {
     const uint32_t l = j < n ? lcp[j] : 0;
@@ -203,7 +208,9 @@ void seed_pieces(const std::vector<std::string>& words, const std::vector<uint64
   for (const Candidate& c : found) {
     if (pieces.size() >= seed_size + chars.size()) break;
     pieces.push_back(encode_utf8(text, c.at, c.len));
-    freqs.push_back(c.freq);
+    // As sentencepiece, a substring's initial weight is its count times its length: the
+    // characters it covers, which starts EM off favouring the longer pieces.
+    freqs.push_back(c.score);
   }
 }
 

@@ -10,6 +10,7 @@
 #include <cstdint>
 #include <string>
 #include <string_view>
+#include <unordered_map>
 #include <vector>
 
 #include "tokenmill/bpe.h"  // TokenSpan
@@ -91,7 +92,7 @@ class UnigramModel {
 
   std::vector<std::string> pieces_;
   std::vector<double> scores_;
-  StringMap lookup_;  // matchable pieces -> id
+  StringMap lookup_;  // matchable pieces -> id, and their prefixes -> kPrefixOnly
   std::size_t max_chars_ = 1;
   double unk_score_ = 0.0;
   UnigramOptions options_;
@@ -101,11 +102,15 @@ class UnigramModel {
 // -- training helpers (unigram_trainer.cc) ------------------------------------------------
 
 // Seed pieces: every character, then the substrings of the words (up to max_chars characters,
-// no word boundary inside, "▁" only first) that the words' suffix array shows to repeat, ranked
-// by count * length; at most seed_size of them. Returns pieces and their counts.
+// no word boundary inside, "▁" only first, all other characters of one script class) that the
+// words' suffix array shows to repeat, ranked by count * length; at most seed_size of them.
+// scripts: code point -> script class (a character missing from it is a class of its own).
+// Returns the pieces and their initial weights: a character's count, a substring's
+// count * length.
 void seed_pieces(const std::vector<std::string>& words, const std::vector<uint64_t>& counts,
-                 std::size_t max_chars, std::size_t seed_size, std::vector<std::string>& pieces,
-                 std::vector<double>& freqs);
+                 std::size_t max_chars, std::size_t seed_size,
+                 const std::unordered_map<uint32_t, uint32_t>& scripts,
+                 std::vector<std::string>& pieces, std::vector<double>& freqs);
 
 // E-step over weighted words: expected count of each piece and the sum of weight * log Z.
 double e_step(const UnigramModel& model, const std::vector<std::string>& words,

@@ -1,18 +1,20 @@
 """Unigram LM training options and orchestration (Kudo 2018, https://arxiv.org/abs/1804.10959).
 
 The schedule is sentencepiece's: seed pieces (every character and the most frequent repeated
-substrings, from a suffix array), then rounds of EM (``n_sub_iterations`` E- and M-steps) each
-followed by pruning the pieces whose removal costs the corpus least likelihood, keeping a
-``shrinking_factor`` share, until the vocabulary is within 10% of ``vocab_size``; then the
-best-scoring pieces are kept. The M-step is sentencepiece's Bayesian one (digamma of the expected
-count minus digamma of the total), not plain maximum likelihood: it pulls rare pieces down, which
-is what makes the pruning drop them first. The lattice, expectations and losses run in the core.
+substrings, from a suffix array, each within one script), then rounds of EM
+(``n_sub_iterations`` E- and M-steps) each followed by pruning the pieces whose removal costs
+the corpus least likelihood, keeping a ``shrinking_factor`` share, until the vocabulary is
+within 10% of ``vocab_size``; then the best-scoring pieces are kept. The M-step is
+sentencepiece's Bayesian one (digamma of the expected count minus digamma of the total), not
+plain maximum likelihood: it pulls rare pieces down, which is what makes the pruning drop them
+first. The lattice, expectations and losses run in the core.
 """
 
 from __future__ import annotations
 
 import math
 import sys
+import unicodedata
 from collections import Counter
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -21,6 +23,24 @@ from tokenmill import _core
 from tokenmill.errors import InputError
 from tokenmill.models.unigram import UNKNOWN, Unigram
 from tokenmill.trainers.bpe import words_and_counts
+
+# Script classes of seed pieces: a piece keeps to one (after its "▁"), as sentencepiece's
+# split_by_unicode_script and split_by_number do; the kana count as Han, as there.
+_HAN = ("CJK", "HIRAGANA", "KATAKANA", "IDEOGRAPHIC")
+_SCRIPTS: dict[str, int] = {}
+
+
+def _script_class(c: str) -> int:
+    """Letters and marks: their script, from the first word of the character's name; digits
+    and numbers: one class; everything else (punctuation, symbols, spaces): one class."""
+    category = unicodedata.category(c)
+    if category[0] == "N":
+        return 1
+    if category[0] not in "LM":
+        return 0
+    word = unicodedata.name(c, "UNKNOWN").split(" ")[0]
+    return _SCRIPTS.setdefault("CJK" if word in _HAN else word, len(_SCRIPTS) + 2)
+
 
 # sentencepiece's constants: pieces expected fewer times are dropped in the M-step; pruning
 # stops once the vocabulary is this much larger than asked, and the best are then kept.
@@ -105,14 +125,17 @@ class UnigramTrainer:
                              f"{len(alphabet)} characters and {len(meta)} special tokens need "
                              f"{len(alphabet) + len(meta)} (lower character_coverage, or raise "
                              "vocab_size)")
+        chars = sorted(alphabet)
         seeds, seed_freqs = _core.unigram_seed(words, freqs, self.max_piece_length,
-                                               self.seed_size)
+                                               self.seed_size, [ord(c) for c in chars],
+                                               [_script_class(c) for c in chars])
         pieces, scores = [], []
         for piece, freq in zip(seeds, seed_freqs):
             if all(c in alphabet for c in piece) and piece not in meta:
                 pieces.append(piece)
                 scores.append(freq)
-        pieces += [c for c in sorted(alphabet) if c not in set(pieces) and c not in meta]
+        seeded = set(pieces)
+        pieces += [c for c in chars if c not in seeded and c not in meta]
         scores += [1.0] * (len(pieces) - len(scores))
         log_total = math.log(sum(scores))
         scores = [math.log(s) - log_total for s in scores]
@@ -126,9 +149,10 @@ class UnigramTrainer:
             pieces, scores = self._prune(pieces, scores, words, freqs, threads,
                                          max(desired, int(len(pieces) * self.shrinking_factor)))
         # The best pieces, every character among them.
-        chars = [i for i, p in enumerate(pieces) if len(p) == 1]
+        singles = [i for i, p in enumerate(pieces) if len(p) == 1]
         rest = sorted((i for i, p in enumerate(pieces) if len(p) > 1), key=lambda i: -scores[i])
-        kept = sorted(chars + rest[:max(0, room - len(chars))], key=lambda i: (-scores[i], i))
+        kept = sorted(singles + rest[:max(0, room - len(singles))],
+                      key=lambda i: (-scores[i], i))
         vocab = [(t, 0.0) for t in meta] + [(pieces[i], scores[i]) for i in kept]
         model = Unigram(vocab, unk_id=meta.index(self.unk_token))
         return UnigramTrainResult(model, history, len(alphabet))
