@@ -461,9 +461,10 @@ class Tokenizer:
              hf_compatible: bool = False) -> None:
         """Write ``tokenizer.json`` atomically. With ``hf_compatible=True`` it is an error to
         save what Hugging Face ``tokenizers`` could not read with the same ids."""
-        if hf_compatible and self.model.hf_compatible is not None:
-            raise InputError(f"cannot export to the Hugging Face schema: "
-                             f"{self.model.hf_compatible}")
+        # A component that Hugging Face cannot read says why in its hf_compatible.
+        reason = self.model.hf_compatible or getattr(self.normalizer, "hf_compatible", None)
+        if hf_compatible and reason is not None:
+            raise InputError(f"cannot export to the Hugging Face schema: {reason}")
         atomic_write_text(path, self.to_str(pretty) + "\n")
 
     @classmethod

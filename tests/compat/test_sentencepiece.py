@@ -139,3 +139,15 @@ def test_a_unigram_trained_by_tokenizers_loads_here_with_the_same_ids(lines, tmp
         assert got.ids == expected.ids, text
         assert got.offsets == expected.offsets, text
         assert ours.decode(got.ids) == theirs.decode(expected.ids)
+
+
+def test_a_model_file_round_trips_through_tokenizer_json(pairs, lines, tmp_path):
+    for name in ("albert-spiece-fixture", "mistral-7b-v0.1"):
+        tok, ref = pairs[name]
+        path = tmp_path / f"{name}.json"
+        with pytest.raises(tokenmill.InputError, match="cannot export to the Hugging Face"):
+            tok.save(path, hf_compatible=True)
+        tok.save(path)
+        again = Tokenizer.from_file(path)
+        for text in lines[:3000:3]:
+            assert again.encode_ordinary(text) == ref.encode(text), text

@@ -257,6 +257,11 @@ class SentencePieceNormalizer(Normalizer):
     def normalize_str(self, text: str) -> str:
         return self._core.normalize(text)[0]
 
+    @property
+    def hf_compatible(self) -> str | None:
+        return ("its normalizer is SentencePiece's whole normalization (character map and "
+                "whitespace rules), which has no Hugging Face type")
+
     def to_dict(self) -> dict[str, Any]:
         return {"type": self.type_name,
                 "precompiled_charsmap": base64.b64encode(self.charsmap).decode("ascii"),
@@ -280,6 +285,10 @@ class Precompiled(SentencePieceNormalizer):
     def __init__(self, charsmap: bytes = b"") -> None:
         super().__init__(charsmap, add_dummy_prefix=False, remove_extra_whitespaces=False,
                          escape_whitespaces=False)
+
+    @property
+    def hf_compatible(self) -> str | None:
+        return None
 
     def to_dict(self) -> dict[str, Any]:
         return {"type": self.type_name,

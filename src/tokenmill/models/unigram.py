@@ -18,6 +18,8 @@ from tokenmill.models._vocab import VocabLookup
 
 # SentencePiece's piece types; a model from tokenizer.json has only NORMAL pieces and its unk.
 NORMAL, UNKNOWN, CONTROL, USER_DEFINED, UNUSED, BYTE = 1, 2, 3, 4, 5, 6
+# A model with piece types or float32 sums, which the Hugging Face schema cannot hold.
+SP_TYPE = "tokenmill.Unigram"
 
 
 @register("model", "Unigram")
@@ -113,17 +115,35 @@ class Unigram(VocabLookup):
     # -- files -----------------------------------------------------------------------------
 
     @property
+    def _default_kinds(self) -> bool:
+        return all(k == (UNKNOWN if i == self.unk_id else NORMAL)
+                   for i, k in enumerate(self.kinds))
+
+    @property
     def hf_compatible(self) -> str | None:
         """None if ``tokenizers`` can read this model, else the reason it cannot."""
         special = [p for (p, _), k in zip(self.pieces, self.kinds) if k == USER_DEFINED]
         if special:
             return (f"its user-defined piece {special[0]!r} gets sentencepiece's bonus score, "
                     "which the Hugging Face Unigram model does not give")
+        if not self._default_kinds:
+            return ("it has SentencePiece piece types (control, byte or unused pieces) that "
+                    "the Hugging Face Unigram model has no way to express")
+        if self.float32_sums:
+            return ("it sums scores in float32 as sentencepiece does; Hugging Face sums in "
+                    "double, which can settle near-ties differently")
         return None
 
     def to_dict(self) -> dict[str, Any]:
-        return {"type": "Unigram", "unk_id": self.unk_id,
-                "vocab": [[p, s] for p, s in self.pieces], "byte_fallback": self.byte_fallback}
+        # What Hugging Face's schema cannot say goes under tokenmill's own type name.
+        own = not self._default_kinds or self.float32_sums
+        out: dict[str, Any] = {"type": SP_TYPE if own else "Unigram", "unk_id": self.unk_id,
+                               "vocab": [[p, s] for p, s in self.pieces],
+                               "byte_fallback": self.byte_fallback}
+        if own:
+            out["kinds"] = self.kinds
+            out["float32_sums"] = self.float32_sums
+        return out
 
     @classmethod
     def from_fields(cls, data: dict[str, Any], where: str) -> Unigram:
@@ -138,5 +158,15 @@ class Unigram(VocabLookup):
         if unk_id is not None and not 0 <= unk_id < len(vocab):
             raise FormatError(f"{where}.unk_id: {unk_id} is not the index of a piece (the vocab "
                               f"has {len(vocab)})")
-        return cls(vocab, unk_id=unk_id,
-                   byte_fallback=field(data, "byte_fallback", bool, where, False))
+        kinds = field(data, "kinds", list, where, None)
+        if kinds is not None and (len(kinds) != len(vocab) or
+                                  not all(type(k) is int and 1 <= k <= 6 for k in kinds)):
+            raise FormatError(f"{where}.kinds: expected one piece type (1..6) per piece")
+        return cls(vocab, unk_id=unk_id, kinds=kinds,
+                   byte_fallback=field(data, "byte_fallback", bool, where, False),
+                   float32_sums=field(data, "float32_sums", bool, where, False))
+
+
+# The SentencePiece variant is read by the same class.
+register("model", SP_TYPE)(Unigram)
+Unigram.type_name = "Unigram"  # type: ignore[attr-defined]
