@@ -151,3 +151,29 @@ def test_a_model_file_round_trips_through_tokenizer_json(pairs, lines, tmp_path)
         again = Tokenizer.from_file(path)
         for text in lines[:3000:3]:
             assert again.encode_ordinary(text) == ref.encode(text), text
+
+
+def test_the_normalizer_equals_sentencepieces_on_the_goldens(shared_data, pairs):
+    rows = [json.loads(line) for line in gzip.open(shared_data / "goldens" / "strings.jsonl.gz",
+                                                   "rt")]
+    for name in ("albert-spiece-fixture", "mistral-7b-v0.3"):
+        tok, ref = pairs[name]
+        for row in rows:
+            assert tok.normalizer.normalize_str(row["text"]) == ref.normalize(row["text"]), \
+                (name, row["text"][:60])
+
+
+def test_precompiled_is_the_character_map_alone(shared_data):
+    import base64
+
+    proto = sp_format.read(shared_data / "tokenizers" / MODELS["albert-spiece-fixture"])
+    charsmap = base64.b64encode(proto.normalizer_spec["precompiled_charsmap"]).decode()
+    tok = Tokenizer.from_dict({"model": {"type": "Unigram", "vocab": [["<unk>", 0.0]],
+                                         "unk_id": 0},
+                               "normalizer": {"type": "Precompiled",
+                                              "precompiled_charsmap": charsmap}})
+    assert tok.normalizer.normalize_str("  Ｈｅｌｌｏ ﬁ  ") == "  Hello fi  "
+    with pytest.raises(FormatError, match="precompiled_charsmap: expected base64"):
+        Tokenizer.from_dict({"model": {"type": "Unigram", "vocab": [["a", 0.0]]},
+                             "normalizer": {"type": "Precompiled",
+                                            "precompiled_charsmap": "%%%"}})
