@@ -168,15 +168,16 @@ def report(mb: float, vocab: int, runs: dict[str, list[dict[str, Any]]], markdow
                      f"{statistics.median(r['delta_mib'] for r in rs):.0f}",
                      f"{per_byte(q):.4f}", *(f"{per_byte(q, p):.4f}" for p in parts)])
     sep = " | " if markdown else "  "
-    lines = [f"### {mb:g} MB, vocab {vocab:,} (medians of {len(ok['tokenmill'])} runs)", ""]
+    repeats = max(len(rs) for rs in ok.values())
+    lines = [f"### {mb:g} MB, vocab {vocab:,} (medians of {repeats} runs)", ""]
     if markdown:
         lines += ["| " + sep.join(header) + " |", "|" + "---|" * len(header)]
         lines += ["| " + sep.join(r) + " |" for r in rows]
     else:
         lines += [sep.join(header)] + [sep.join(r) for r in rows]
-    ours = ok["tokenmill"]
+    ours = ok.get("tokenmill", [])
     for peer in ENGINES[1:]:
-        if not ours or not ok[peer]:
+        if not ours or not ok.get(peer):
             continue
         ratio = {k: statistics.median(r[k] for r in ours) / statistics.median(r[k] for r in
                  ok[peer]) for k in ("wall_s", "cpu_s", "delta_mib")}
@@ -195,6 +196,8 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--repeats", type=int, default=1)
     p.add_argument("--threads", type=int, default=2)
     p.add_argument("--character-coverage", type=float, default=0.9995)
+    p.add_argument("--engines", default=",".join(ENGINES),
+                   help="comma-separated subset of %(default)s")
     p.add_argument("--markdown", action="store_true")
     p.add_argument("--worker", help=argparse.SUPPRESS)
     args = p.parse_args(argv)
@@ -213,9 +216,10 @@ def main(argv: list[str] | None = None) -> int:
             corpus = work / f"corpus_{mb:g}.txt"
             write_lines(corpus, lines)
             print("\n".join(description), file=sys.stderr)
-            runs: dict[str, list[dict[str, Any]]] = {e: [] for e in ENGINES}
+            engines = tuple(e for e in ENGINES if e in args.engines.split(","))
+            runs: dict[str, list[dict[str, Any]]] = {e: [] for e in engines}
             for repeat in range(args.repeats):
-                order = ENGINES if repeat % 2 == 0 else ENGINES[::-1]  # ABBA
+                order = engines if repeat % 2 == 0 else engines[::-1]  # ABBA
                 for engine in order:
                     spec = {"engine": engine, "corpus": str(corpus), "vocab": vocab,
                             "out": str(work / f"{engine}_{mb:g}_{vocab}"), "heldout": str(heldout),

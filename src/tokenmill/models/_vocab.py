@@ -1,9 +1,11 @@
-"""What every model answers about its vocabulary, from ``vocab`` and ``_id_to_token``."""
+"""What every model does with its vocabulary, written once."""
 
 from __future__ import annotations
 
 
-class VocabLookup:
+class VocabLookups:
+    """Lookups of a model holding ``vocab`` (token -> id) and ``_id_to_token`` (its inverse)."""
+
     vocab: dict[str, int]
     _id_to_token: dict[int, str]
 
@@ -15,3 +17,7 @@ class VocabLookup:
 
     def get_vocab(self) -> dict[str, int]:
         return dict(self.vocab)
+
+    @property
+    def vocab_size(self) -> int:
+        return len(self.vocab)

@@ -13,7 +13,7 @@ from typing import Any
 from tokenmill import _core
 from tokenmill._registry import field, register
 from tokenmill.errors import FormatError, InputError
-from tokenmill.models._vocab import VocabLookup
+from tokenmill.models._vocab import VocabLookups
 from tokenmill.pre_tokenizers import bytes_to_unicode
 
 # Marker models cannot be written as Hugging Face "BPE": that schema has no separate
@@ -22,7 +22,7 @@ MARKER_TYPE = "tokenmill.BPE"
 
 
 @register("model", "BPE")
-class BPE(VocabLookup):
+class BPE(VocabLookups):
     """Byte-pair encoding with merges applied by rank (lowest first; on a tie, the leftmost).
 
     ``end_of_word_suffix`` is glued to a word's last character (Hugging Face, subword-nmt);
@@ -163,10 +163,6 @@ class BPE(VocabLookup):
             raise InputError(f"symbol {missing[0]!r} is not in the vocab")
         ids = self._char_core.merge_ids([self.vocab[s] for s in symbols])
         return [self._id_to_token[i] for i in ids]
-
-    @property
-    def vocab_size(self) -> int:
-        return len(self.vocab)
 
     # -- files -----------------------------------------------------------------------------
 

@@ -14,7 +14,7 @@ from typing import Any
 from tokenmill import _core
 from tokenmill._registry import field, register
 from tokenmill.errors import FormatError, InputError
-from tokenmill.models._vocab import VocabLookup
+from tokenmill.models._vocab import VocabLookups
 
 # SentencePiece's piece types; a model from tokenizer.json has only NORMAL pieces and its unk.
 NORMAL, UNKNOWN, CONTROL, USER_DEFINED, UNUSED, BYTE = 1, 2, 3, 4, 5, 6
@@ -23,7 +23,7 @@ SP_TYPE = "tokenmill.Unigram"
 
 
 @register("model", "Unigram")
-class Unigram(VocabLookup):
+class Unigram(VocabLookups):
     """Pieces and their scores (log probabilities); ``unk_id`` is the piece for characters no
     piece covers (consecutive ones become one), or their ``<0xNN>`` pieces with ``byte_fallback``.
 
