@@ -62,31 +62,65 @@ std::vector<uint32_t> encode_words(const BPEModel& model, const std::vector<std:
   return flat;
 }
 
-// Character offsets where each piece of text ends, split by one of the GPT-family patterns.
-std::vector<uint32_t> pretokenize(int pattern, const std::string& text) {
-  if (pattern < 0 || pattern > 2) throw tokenmill::Error("unknown split pattern id");
-  std::vector<uint32_t> ends;
+// encode_words with BPE-dropout; the generator is seeded once and runs through the words.
+std::vector<uint32_t> encode_words_dropout(const BPEModel& model,
+                                           const std::vector<std::string>& words, double dropout,
+                                           uint64_t seed) {
+  if (!(dropout >= 0.0 && dropout <= 1.0)) throw tokenmill::Error("dropout must be in [0, 1]");
+  std::vector<uint32_t> flat;
   {
     nb::gil_scoped_release release;
-    tokenmill::pretokenize(static_cast<tokenmill::SplitPattern>(pattern), text, ends);
-    // bytes -> characters: count the characters of each piece
-    uint32_t chars = 0;
-    std::size_t byte = 0;
-    for (uint32_t& end : ends) {
-      while (byte < end) {
-        const auto b = static_cast<unsigned char>(text[byte]);
-        if ((b & 0xC0) != 0x80) ++chars;
-        ++byte;
+    std::vector<tokenmill::TokenSpan> spans;
+    uint64_t rng = seed;
+    for (std::size_t w = 0; w < words.size(); ++w) {
+      spans.clear();
+      model.encode_word_dropout(words[w], dropout, rng, spans);
+      for (const auto& s : spans) {
+        flat.insert(flat.end(), {s.id, static_cast<uint32_t>(w), s.start, s.end});
       }
-      end = chars;
     }
   }
-  return ends;
+  return flat;
 }
 
 tokenmill::SplitPattern split_pattern(int pattern) {
-  if (pattern < 0 || pattern > 2) throw tokenmill::Error("unknown split pattern id");
+  if (pattern < 0 || pattern > 3) throw tokenmill::Error("unknown split pattern id");
   return static_cast<tokenmill::SplitPattern>(pattern);
+}
+
+// True when every byte of s is below 0x80, tested eight bytes at a time.
+bool all_ascii(std::string_view s) {
+  std::size_t i = 0;
+  uint64_t high = 0;
+  for (; i + 8 <= s.size(); i += 8) {
+    uint64_t chunk = 0;
+    std::memcpy(&chunk, s.data() + i, 8);
+    high |= chunk;
+  }
+  for (; i < s.size(); ++i) high |= static_cast<unsigned char>(s[i]);
+  return (high & 0x8080808080808080ULL) == 0;
+}
+
+// Character offsets where each piece of text ends, split by one of the GPT-family patterns.
+std::vector<uint32_t> pretokenize(int pattern, const std::string& text) {
+  const tokenmill::SplitPattern p = split_pattern(pattern);
+  std::vector<uint32_t> ends;
+  {
+    nb::gil_scoped_release release;
+    ends.reserve(text.size() / 4 + 1);
+    tokenmill::pretokenize(p, text, ends);
+    if (!all_ascii(text)) {  // bytes -> characters: count the characters of each piece
+      uint32_t chars = 0;
+      std::size_t byte = 0;
+      for (uint32_t& end : ends) {
+        for (; byte < end; ++byte) {
+          if ((static_cast<unsigned char>(text[byte]) & 0xC0) != 0x80) ++chars;
+        }
+        end = chars;
+      }
+    }
+  }
+  return ends;
 }
 
 // Texts encoded on `threads` threads: one id list per text.
@@ -236,7 +270,6 @@ NB_MODULE(_core, m) {
              const std::string& continuing_subword_prefix, const std::string& end_of_word_suffix,
              int64_t end_of_word_marker_id, bool byte_fallback, bool fuse_unk, bool ignore_merges,
              std::size_t cache_capacity, bool byte_symbols) {
-            // Tokens are str (UTF-8) or, for byte-level models, raw bytes.
             // Tokens are str; with byte_symbols they are spelled in GPT-2's byte alphabet and
             // the core keeps their raw bytes (tokens outside the alphabet cannot be formed from
             // bytes and are left out).
@@ -269,6 +302,22 @@ NB_MODULE(_core, m) {
           "end_of_word_suffix"_a, "end_of_word_marker_id"_a, "byte_fallback"_a, "fuse_unk"_a,
           "ignore_merges"_a, "cache_capacity"_a, "byte_symbols"_a = false)
       .def("encode_words", &encode_words, "words"_a)
+      .def("encode_words_dropout", &encode_words_dropout, "words"_a, "dropout"_a, "seed"_a)
+      .def(
+          "decode_bytes",
+          [](const BPEModel& model, const std::vector<uint32_t>& ids,
+             const std::vector<uint32_t>& skip, const std::vector<uint32_t>& stop) {
+            // (bytes, position of the first id it could not decode, or len(ids))
+            std::string out;
+            std::size_t stopped = 0;
+            {
+              nb::gil_scoped_release release;
+              out.reserve(ids.size() * 4);
+              stopped = model.decode_bytes(ids, skip, stop, out);
+            }
+            return nb::make_tuple(nb::bytes(out.data(), out.size()), stopped);
+          },
+          "ids"_a, "skip"_a, "stop"_a)
       .def(
           "merge_ids",
           [](const BPEModel& model, const std::vector<uint32_t>& ids) {
@@ -280,28 +329,43 @@ NB_MODULE(_core, m) {
   m.def("pretokenize", &pretokenize, "pattern"_a, "text"_a);
   m.def(
       "load_ranks",
-      [](const nb::bytes& data) {
-        // (tokens spelled in the byte alphabet, ranks, merge triples, unreachable ranks)
+      [](const nb::bytes& data, std::size_t cache_capacity) {
+        // (tokens spelled in the byte alphabet, ranks, merge triples as packed native uint32
+        // (a list of 600k ints would be the largest object of the loaded tokenizer),
+        // unreachable ranks, and the byte-level model tiktoken's rules describe: whole pieces
+        // first, then merges)
         std::vector<std::string> spelled;
         std::vector<uint32_t> ranks;
         std::vector<uint32_t> flat;
         std::vector<uint32_t> unreachable;
+        BPEModel* model = nullptr;
         {
           const std::string_view view(data.c_str(), data.size());
           nb::gil_scoped_release release;
           tokenmill::RanksFile file = tokenmill::parse_ranks(view);
-          for (const auto& m : tokenmill::derive_merges(file.tokens, file.ranks, unreachable)) {
-            flat.insert(flat.end(), {m.left, m.right, m.result});
-          }
+          const std::vector<tokenmill::Merge> merges =
+              tokenmill::derive_merges(file.rank_of, file.tokens, file.ranks, unreachable);
+          flat.reserve(3 * merges.size());
+          for (const auto& m : merges) flat.insert(flat.end(), {m.left, m.right, m.result});
           spelled.reserve(file.tokens.size());
           for (const std::string& t : file.tokens) {
             spelled.push_back(tokenmill::spell_byte_alphabet(t));
           }
+          if (unreachable.empty()) {
+            BPEOptions opt;
+            opt.byte_symbols = true;
+            opt.ignore_merges = true;
+            opt.cache_capacity = cache_capacity;
+            model = new BPEModel(std::move(file.rank_of), merges, opt);
+          }
           ranks = std::move(file.ranks);
         }
-        return nb::make_tuple(spelled, ranks, flat, unreachable);
+        nb::object core = model != nullptr ? nb::cast(model, nb::rv_policy::take_ownership)
+                                           : nb::none();
+        nb::bytes packed(flat.data(), flat.size() * sizeof(uint32_t));
+        return nb::make_tuple(spelled, ranks, packed, unreachable, core);
       },
-      "data"_a);
+      "data"_a, "cache_capacity"_a);
   m.def(
       "derive_merges",
       [](const std::vector<nb::bytes>& tokens, const std::vector<uint32_t>& ranks) {
@@ -330,7 +394,7 @@ NB_MODULE(_core, m) {
       .def(
           "__init__",
           [](tokenmill::PieceCounter* self, int pattern, std::size_t threads) {
-            if (pattern < 0 || pattern > 2) throw tokenmill::Error("unknown split pattern id");
+            if (pattern < 0 || pattern > 3) throw tokenmill::Error("unknown split pattern id");
             new (self) tokenmill::PieceCounter(static_cast<tokenmill::SplitPattern>(pattern),
                                                threads);
           },

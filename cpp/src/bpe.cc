@@ -16,18 +16,18 @@ namespace tokenmill {
 namespace {
 
 constexpr uint32_t kNoRank = std::numeric_limits<uint32_t>::max();
+constexpr uint64_t kNoMerge = ~uint64_t{0};
 // Up to this many symbols, a scan of the pair ranks per merge (two lookups each) beats a heap;
 // beyond it the heap keeps long pieces O(n log n). Measured on Chinese (pieces of 20-100
 // bytes): 48 beat 256 by a fifth.
 constexpr std::size_t kHeapThreshold = 48;
+// From this many symbols the bucket walk (bpe_long.cc), which costs a pass over every rank,
+// beats the heap.
+constexpr std::size_t kBucketThreshold = 32768;
 // Longer words are not cached: they are rare and would crowd out the frequent short ones.
 constexpr std::size_t kMaxCachedWordBytes = 64;
 
 std::atomic<uint64_t> next_serial{1};  // model serial numbers; 0 marks an empty cache slot
-
-uint64_t pair_key(uint32_t left, uint32_t right) {
-  return (static_cast<uint64_t>(left) << 32) | right;
-}
 
 }  // namespace
 
@@ -59,80 +59,86 @@ bool decode_byte_alphabet(std::string_view token, std::string& out) {
   return true;
 }
 
+StringMap vocab_map(const std::vector<std::string>& tokens, const std::vector<uint32_t>& ids) {
+  if (tokens.size() != ids.size()) throw Error("vocab tokens and ids differ in length");
+  StringMap map;
+  map.reserve(tokens.size());
+  for (std::size_t i = 0; i < tokens.size(); ++i) map.insert(tokens[i], ids[i]);
+  return map;
+}
+
 std::vector<Merge> derive_merges(const std::vector<std::string>& tokens,
                                  const std::vector<uint32_t>& ranks,
                                  std::vector<uint32_t>& unreachable) {
+  return derive_merges(vocab_map(tokens, ranks), tokens, ranks, unreachable);
+}
+
+// Tokens in rank order; each one's merge is found by merging its bytes by rank with the merges
+// found so far (all of lower rank): a token that byte-pair merging can make ends as exactly two
+// parts, and joining those is its merge. Keying the merges by id pairs makes each step two
+// integer hashes rather than a string lookup per way of splitting the token.
+std::vector<Merge> derive_merges(const StringMap& rank_of, const std::vector<std::string>& tokens,
+                                 const std::vector<uint32_t>& ranks,
+                                 std::vector<uint32_t>& unreachable) {
   if (tokens.size() != ranks.size()) throw Error("tokens and ranks differ in length");
-  StringMap rank_of;
-  rank_of.reserve(tokens.size());
-  for (std::size_t i = 0; i < tokens.size(); ++i) rank_of.insert(tokens[i], ranks[i]);
-  auto rank = [&](std::string_view t, uint32_t& r) { return rank_of.find(t, r); };
   std::vector<std::size_t> order(tokens.size());
   for (std::size_t i = 0; i < order.size(); ++i) order[i] = i;
   std::sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) {
     return ranks[a] < ranks[b];
   });
+  int64_t byte_rank[256];
+  for (int b = 0; b < 256; ++b) {
+    uint32_t r = 0;
+    byte_rank[b] = rank_of.find(std::string(1, static_cast<char>(b)), r) ? r : -1;
+  }
+  PairMap made;  // (left, right) -> the rank of the token they make
+  made.reserve(tokens.size());
   std::vector<Merge> merges;
-  std::vector<std::string_view> parts;
+  merges.reserve(tokens.size());
+  std::vector<uint32_t> parts;
   for (std::size_t k : order) {
-    const std::string_view token = tokens[k];
+    const std::string& token = tokens[k];
     if (token.size() < 2) continue;
     const uint32_t limit = ranks[k];
-    // Usually one split of the token has two lower-ranked halves: that is the merge. Only
-    // when several do must merging by rank decide between them.
-    uint32_t left = 0;
-    uint32_t right = 0;
-    int splits = 0;
-    for (std::size_t cut = 1; cut < token.size() && splits < 2; ++cut) {
-      uint32_t a = 0;
-      uint32_t b = 0;
-      if (rank(token.substr(0, cut), a) && a < limit && rank(token.substr(cut), b) &&
-          b < limit) {
-        left = a;
-        right = b;
-        ++splits;
-      }
+    parts.clear();
+    for (char c : token) {
+      const int64_t r = byte_rank[static_cast<unsigned char>(c)];
+      if (r >= 0) parts.push_back(static_cast<uint32_t>(r));
     }
-    if (splits == 0) {
+    if (parts.size() != token.size()) parts.clear();  // a byte without a rank: unreachable
+    while (parts.size() > 2) {
+      uint64_t best = kNoMerge;
+      std::size_t at = 0;
+      for (std::size_t i = 0; i + 1 < parts.size(); ++i) {
+        uint64_t rank = 0;
+        if (made.find(pair_key(parts[i], parts[i + 1]), rank) && rank < best) {
+          best = rank;
+          at = i;
+        }
+      }
+      if (best == kNoMerge) break;
+      parts[at] = static_cast<uint32_t>(best);
+      parts.erase(parts.begin() + static_cast<std::ptrdiff_t>(at) + 1);
+    }
+    if (parts.size() != 2) {
       unreachable.push_back(limit);
       continue;
     }
-    if (splits > 1) {
-      parts.clear();
-      for (std::size_t i = 0; i < token.size(); ++i) parts.push_back(token.substr(i, 1));
-      // Merge by rank as encoding would, with the ranks below this token's only.
-      while (parts.size() > 2) {
-        uint32_t best = kNoRank;
-        std::size_t at = 0;
-        for (std::size_t i = 0; i + 1 < parts.size(); ++i) {
-          const std::string_view joined(parts[i].data(), parts[i].size() + parts[i + 1].size());
-          uint32_t r = 0;
-          if (rank(joined, r) && r < limit && r < best) {
-            best = r;
-            at = i;
-          }
-        }
-        if (best == kNoRank) break;
-        parts[at] = std::string_view(parts[at].data(), parts[at].size() + parts[at + 1].size());
-        parts.erase(parts.begin() + static_cast<std::ptrdiff_t>(at) + 1);
-      }
-      if (parts.size() != 2 || !rank(parts[0], left) || !rank(parts[1], right)) {
-        unreachable.push_back(limit);
-        continue;
-      }
-    }
-    merges.push_back({left, right, limit});
+    merges.push_back({parts[0], parts[1], limit});
+    made.insert(pair_key(parts[0], parts[1]), limit);
   }
   return merges;
 }
 
 BPEModel::BPEModel(const std::vector<std::string>& tokens, const std::vector<uint32_t>& ids,
                    const std::vector<Merge>& merges, BPEOptions options)
-    : options_(std::move(options)), serial_(next_serial.fetch_add(1)) {
-  if (tokens.size() != ids.size()) throw Error("vocab tokens and ids differ in length");
-  vocab_.reserve(tokens.size());
-  for (std::size_t i = 0; i < tokens.size(); ++i) vocab_.insert(tokens[i], ids[i]);
+    : BPEModel(vocab_map(tokens, ids), merges, std::move(options)) {}
+
+BPEModel::BPEModel(StringMap vocab, const std::vector<Merge>& merges, BPEOptions options)
+    : options_(std::move(options)), serial_(next_serial.fetch_add(1)), vocab_(std::move(vocab)) {
   merges_.reserve(merges.size());
+  merge_count_ = merges.size();
+  merges_build_up_ = merges_build_up(merges);
   for (std::size_t rank = 0; rank < merges.size(); ++rank) {
     const Merge& m = merges[rank];
     // The first rank given for a pair wins, as a later duplicate could never fire.
@@ -144,6 +150,7 @@ BPEModel::BPEModel(const std::vector<std::string>& tokens, const std::vector<uin
     const std::string single(1, static_cast<char>(b));
     symbol_of_byte_[b] = options_.byte_symbols && lookup(single, id) ? id : -1;
   }
+  if (options_.byte_symbols) build_char_starts(merges);
   // Byte fallback works character by character, as in Hugging Face: a character falls back
   // to <0xNN> tokens when every one of its bytes has one (a vocabulary may hold only some).
   have_bytes_ = false;
@@ -172,8 +179,8 @@ struct PairCacheEntry {
   uint64_t key;
   uint64_t value;  // packed rank/result, or kNoMerge
 };
-constexpr std::size_t kPairCacheSize = 4096;
-constexpr uint64_t kNoMerge = ~uint64_t{0};
+constexpr int kPairCacheBits = 12;
+constexpr std::size_t kPairCacheSize = std::size_t{1} << kPairCacheBits;
 namespace {
 thread_local PairCacheEntry pair_cache[kPairCacheSize];
 }  // namespace
@@ -181,7 +188,7 @@ thread_local PairCacheEntry pair_cache[kPairCacheSize];
 bool BPEModel::find_merge(uint32_t left, uint32_t right, uint32_t& rank, uint32_t& result,
                           PairCacheEntry* cache) const {
   const uint64_t key = pair_key(left, right);
-  PairCacheEntry& slot = cache[(key * 0x9E3779B97F4A7C15ULL) >> 52];
+  PairCacheEntry& slot = cache[(key * 0x9E3779B97F4A7C15ULL) >> (64 - kPairCacheBits)];
   uint64_t packed = 0;
   if (slot.model == serial_ && slot.key == key) {
     packed = slot.value;
@@ -204,15 +211,7 @@ bool BPEModel::all_bytes_known(std::string_view ch) const {
 
 void BPEModel::initial_symbols(std::string_view word, std::vector<Symbol>& syms) const {
   if (options_.byte_symbols) {
-    for (std::size_t i = 0; i < word.size(); ++i) {
-      const int64_t id = symbol_of_byte_[static_cast<unsigned char>(word[i])];
-      const auto at = static_cast<uint32_t>(i);
-      if (id >= 0) {
-        syms.push_back({static_cast<uint32_t>(id), at, at + 1});
-      } else if (options_.unk_id >= 0) {
-        syms.push_back({static_cast<uint32_t>(options_.unk_id), at, at + 1});
-      }
-    }
+    initial_byte_symbols(word, syms);
     return;
   }
   const std::size_t n_chars = utf8_count(word);
@@ -254,6 +253,10 @@ void BPEModel::initial_symbols(std::string_view word, std::vector<Symbol>& syms)
 
 void BPEModel::apply_merges(std::vector<Symbol>& syms) const {
   PairCacheEntry* const cache = pair_cache;
+  if (syms.size() >= kBucketThreshold && merges_build_up_) {
+    apply_merges_buckets(syms, cache);
+    return;
+  }
   if (syms.size() > kHeapThreshold) {
     apply_merges_heap(syms);
     return;
@@ -297,7 +300,11 @@ void BPEModel::apply_merges(std::vector<Symbol>& syms) const {
 // O(n log n): a min-heap of candidate merges keyed by (rank, position) over a linked list of
 // symbols. Entries go stale when a neighbour merges; they are recognised on pop by checking that
 // both symbols are still adjacent and still hold the ids the entry was made for.
-void BPEModel::apply_merges_heap(std::vector<Symbol>& syms) const {
+// With rng (BPE-dropout), each live candidate popped is skipped with probability `dropout`;
+// skipped candidates return to the heap after the next merge, so each step draws afresh, as
+// the paper defines it. Stale entries are dropped before any draw.
+void BPEModel::apply_merges_heap(std::vector<Symbol>& syms, double dropout,
+                                 uint64_t* rng) const {
   PairCacheEntry* const cache = pair_cache;
   struct Candidate {
     uint32_t rank;
@@ -319,6 +326,7 @@ void BPEModel::apply_merges_heap(std::vector<Symbol>& syms) const {
     prev[i] = i == 0 ? none : static_cast<uint32_t>(i - 1);
   }
   std::priority_queue<Candidate, std::vector<Candidate>, std::greater<Candidate>> heap;
+  std::vector<Candidate> skipped;
   auto consider = [&](uint32_t left, uint32_t right) {
     if (left == none || right == none) return;
     uint32_t rank = 0;
@@ -330,11 +338,17 @@ void BPEModel::apply_merges_heap(std::vector<Symbol>& syms) const {
   for (std::size_t i = 0; i + 1 < n; ++i) {
     consider(static_cast<uint32_t>(i), static_cast<uint32_t>(i + 1));
   }
+  // A uniform draw in [0, 1) from the top 53 bits.
+  auto draw = [&] { return static_cast<double>(splitmix64(*rng) >> 11) * 0x1.0p-53; };
   while (!heap.empty()) {
     const Candidate c = heap.top();
     heap.pop();
     if (!alive[c.left] || !alive[c.right] || next[c.left] != c.right ||
         syms[c.left].id != c.left_id || syms[c.right].id != c.right_id) {
+      continue;
+    }
+    if (rng != nullptr && draw() < dropout) {
+      skipped.push_back(c);
       continue;
     }
     uint32_t rank = 0;
@@ -345,6 +359,8 @@ void BPEModel::apply_merges_heap(std::vector<Symbol>& syms) const {
     alive[c.right] = 0;
     next[c.left] = next[c.right];
     if (next[c.right] != none) prev[next[c.right]] = c.left;
+    for (const Candidate& s : skipped) heap.push(s);
+    skipped.clear();
     consider(prev[c.left], c.left);
     consider(c.left, next[c.left]);
   }
@@ -353,6 +369,22 @@ void BPEModel::apply_merges_heap(std::vector<Symbol>& syms) const {
     if (alive[i]) syms[out++] = syms[i];
   }
   syms.resize(out);
+}
+
+void BPEModel::encode_word_dropout(std::string_view word, double dropout, uint64_t& rng,
+                                   std::vector<TokenSpan>& out) const {
+  if (word.empty()) return;
+  uint32_t whole = 0;
+  if (options_.ignore_merges && lookup(word, whole)) {  // as encode_word: no merges to drop
+    const std::size_t len = options_.byte_symbols ? word.size() : utf8_count(word);
+    out.push_back({whole, 0, static_cast<uint32_t>(len)});
+    return;
+  }
+  std::vector<Symbol> syms;
+  syms.reserve(word.size() + 1);
+  initial_symbols(word, syms);
+  apply_merges_heap(syms, dropout, &rng);
+  for (const Symbol& s : syms) out.push_back({s.id, s.start, s.end});
 }
 
 void BPEModel::encode_word(std::string_view word, std::vector<TokenSpan>& out) const {
@@ -365,10 +397,13 @@ void BPEModel::encode_word(std::string_view word, std::vector<TokenSpan>& out) c
     return;
   }
   const bool cacheable = options_.cache_capacity > 0 && word.size() <= kMaxCachedWordBytes;
+  // Threads share the cache in shards, each behind its own lock, so they rarely wait on one
+  // another (a single lock made two threads slower than one).
+  CacheShard& shard = cache_[cacheable ? hash_bytes(word) % kCacheShards : 0];
   if (cacheable) {
-    std::lock_guard<std::mutex> lock(cache_mutex_);
-    auto it = cache_.find(std::string(word));
-    if (it != cache_.end()) {
+    std::lock_guard<std::mutex> lock(shard.mutex);
+    auto it = shard.words.find(std::string(word));
+    if (it != shard.words.end()) {
       out.insert(out.end(), it->second.begin(), it->second.end());
       return;
     }
@@ -382,9 +417,11 @@ void BPEModel::encode_word(std::string_view word, std::vector<TokenSpan>& out) c
   for (const Symbol& s : syms) result.push_back({s.id, s.start, s.end});
   out.insert(out.end(), result.begin(), result.end());
   if (cacheable) {
-    std::lock_guard<std::mutex> lock(cache_mutex_);
+    std::lock_guard<std::mutex> lock(shard.mutex);
     // A full cache stops growing rather than evicting: frequent words arrive early.
-    if (cache_.size() < options_.cache_capacity) cache_.emplace(std::string(word), std::move(result));
+    if (shard.words.size() * kCacheShards < options_.cache_capacity) {
+      shard.words.emplace(std::string(word), std::move(result));
+    }
   }
 }
 

@@ -22,6 +22,10 @@ void PieceCounter::count_range(const std::vector<std::string>& texts, std::size_
     const std::string_view text = texts[t];
     for (std::size_t i = 0; i < text.size();) {
       const std::size_t j = piece_end(pattern_, text, i);
+      if (piece_dropped(pattern_, text, i)) {
+        i = j;
+        continue;
+      }
       key.assign(text.data() + i, j - i);
       auto it = index.find(key);
       if (it == index.end()) {

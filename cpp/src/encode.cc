@@ -39,6 +39,10 @@ void encode_text(const BPEModel& model, SplitPattern pattern, std::string_view t
   std::vector<TokenSpan> spans;
   for (std::size_t i = 0; i < text.size();) {
     const std::size_t j = piece_end(pattern, text, i);
+    if (piece_dropped(pattern, text, i)) {
+      i = j;
+      continue;
+    }
     spans.clear();
     model.encode_word(text.substr(i, j - i), spans);
     for (const TokenSpan& s : spans) {

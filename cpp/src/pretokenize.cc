@@ -18,6 +18,8 @@ bool is_newline(const Char& c) { return c.cp == '\r' || c.cp == '\n'; }
 bool is_other(const Char& c) { return (c.flags & (kLN | uc::kSpace)) == 0; }
 // [^\r\n\p{L}\p{N}]: the optional one-character prefix of a word in cl100k and o200k
 bool is_prefix(const Char& c) { return (c.flags & kLN) == 0 && !is_newline(c); }
+bool is_word(const Char& c) { return (c.flags & uc::kWord) != 0; }
+bool is_other_word(const Char& c) { return (c.flags & (uc::kWord | uc::kSpace)) == 0; }
 bool is_upperish(const Char& c) { return (c.flags & uc::kUpperish) != 0; }
 bool is_lowerish(const Char& c) { return (c.flags & uc::kLowerish) != 0; }
 
@@ -179,7 +181,19 @@ size_t o200k(std::string_view s, size_t i) {
   return trailing_space(r, i, n);
 }
 
+// \w+ | [^\w\s]+ | and the whitespace between them as a piece of its own.
+size_t words(std::string_view s, size_t i) {
+  const Char c = char_at(s, i);
+  if (is_word(c)) return run(s, i, is_word);
+  if (is_space(c)) return run(s, i, is_space);
+  return run(s, i, is_other_word);
+}
+
 }  // namespace
+
+bool piece_dropped(SplitPattern pattern, std::string_view text, size_t i) {
+  return pattern == SplitPattern::kWords && is_space(char_at(text, i));
+}
 
 size_t piece_end(SplitPattern pattern, std::string_view text, size_t i) {
   size_t end = i;
@@ -192,6 +206,9 @@ size_t piece_end(SplitPattern pattern, std::string_view text, size_t i) {
       break;
     case SplitPattern::kO200K:
       end = o200k(text, i);
+      break;
+    case SplitPattern::kWords:
+      end = words(text, i);
       break;
   }
   // Every character matches some alternative; this guard only keeps a scanner bug from

@@ -50,8 +50,15 @@ bool decode_base64(std::string_view in, std::string& out) {
 
 RanksFile parse_ranks(std::string_view data) {
   RanksFile out;
-  StringMap seen_tokens;
-  PairMap seen_ranks;  // rank -> line
+  std::size_t lines = 1;
+  for (char c : data) lines += c == '\n';
+  out.rank_of.reserve(lines);
+  // The line of each rank seen: ranks are usually 0..n-1, so most fit a plain array (a hash
+  // lookup per line here cost more than all the rest of the parse).
+  std::vector<uint32_t> line_of_rank(lines, 0);
+  PairMap line_of_large_rank;
+  out.tokens.reserve(lines);
+  out.ranks.reserve(lines);
   std::string token;
   std::size_t line_no = 0;
   for (std::size_t pos = 0; pos < data.size();) {
@@ -62,36 +69,40 @@ RanksFile parse_ranks(std::string_view data) {
     ++line_no;
     if (!line.empty() && line.back() == '\r') line.remove_suffix(1);
     if (line.find_first_not_of(" \t") == std::string_view::npos) continue;
-    const std::string where = "line " + std::to_string(line_no) + ": ";
+    const auto where = [line_no] { return "line " + std::to_string(line_no) + ": "; };
     const std::size_t space = line.find(' ');
     if (space == std::string_view::npos || space == 0 || space + 1 >= line.size()) {
-      throw Error(where + "expected 'BASE64 RANK', got '" + std::string(line.substr(0, 60)) + "'");
+      throw Error(where() + "expected 'BASE64 RANK', got '" + std::string(line.substr(0, 60)) +
+                  "'");
     }
     const std::string_view b64 = line.substr(0, space);
     const std::string_view rank_text = line.substr(space + 1);
     uint64_t rank = 0;
     for (char c : rank_text) {
       if (c < '0' || c > '9' || rank > 0xFFFFFFFFull / 10) {
-        throw Error(where + "expected 'BASE64 RANK', got '" + std::string(line.substr(0, 60)) +
+        throw Error(where() + "expected 'BASE64 RANK', got '" + std::string(line.substr(0, 60)) +
                     "'");
       }
       rank = rank * 10 + static_cast<uint64_t>(c - '0');
     }
-    if (rank >= 0xFFFFFFFFull) throw Error(where + "rank is too large");
+    if (rank >= 0xFFFFFFFFull) throw Error(where() + "rank is too large");
     if (!decode_base64(b64, token)) {
-      throw Error(where + "'" + std::string(b64.substr(0, 40)) + "' is not valid base64");
+      throw Error(where() + "'" + std::string(b64.substr(0, 40)) + "' is not valid base64");
     }
     uint64_t first_line = 0;
-    if (seen_ranks.find(rank, first_line)) {
-      throw Error(where + "rank " + std::to_string(rank) + " appears twice (first on line " +
+    if (rank < line_of_rank.size()) {
+      first_line = line_of_rank[rank];
+      if (first_line == 0) line_of_rank[rank] = static_cast<uint32_t>(line_no);
+    } else if (!line_of_large_rank.find(rank, first_line)) {
+      line_of_large_rank.insert(rank, line_no);
+    }
+    if (first_line != 0) {
+      throw Error(where() + "rank " + std::to_string(rank) + " appears twice (first on line " +
                   std::to_string(first_line) + ")");
     }
-    uint32_t ignored = 0;
-    if (seen_tokens.find(token, ignored)) {
-      throw Error(where + "token '" + std::string(b64) + "' (base64) appears twice");
+    if (!out.rank_of.insert(token, static_cast<uint32_t>(rank))) {
+      throw Error(where() + "token '" + std::string(b64) + "' (base64) appears twice");
     }
-    seen_ranks.insert(rank, line_no);
-    seen_tokens.insert(token, static_cast<uint32_t>(rank));
     out.tokens.push_back(token);
     out.ranks.push_back(static_cast<uint32_t>(rank));
   }

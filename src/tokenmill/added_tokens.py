@@ -86,6 +86,11 @@ class AddedVocabulary:
         self.by_content = {t.content: t for t in self.tokens}
         self.by_id = {t.id: t for t in self.tokens}
         self.special_ids = frozenset(t.id for t in self.tokens if t.special)
+        # For the core's decoding: ids it leaves out (specials, when skipped), and added ids it
+        # must leave to the general path (their text is their own): by skip_special_tokens.
+        specials = sorted(self.special_ids)
+        self.decode_lists = {True: (specials, sorted(set(self.by_id) - self.special_ids)),
+                             False: ([], sorted(self.by_id))}
         self._original = _Matcher([(t.content, t) for t in self.tokens if not t.normalized])
         self._normalized_tokens = [t for t in self.tokens if t.normalized]
         # The normalized-token matcher of each normalizer seen, keyed by identity (the entry

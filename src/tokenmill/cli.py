@@ -13,6 +13,7 @@ import time
 from collections.abc import Sequence
 from typing import Any
 
+from tokenmill.distributed import DEFAULT_SHARD_BYTES
 from tokenmill.errors import TokenmillError
 from tokenmill.tokenizer import Tokenizer
 
@@ -53,6 +54,13 @@ def _parser() -> argparse.ArgumentParser:
     c.add_argument("--whole-file", action="store_true", help="a .txt file is one document")
     c.add_argument("--errors", choices=["strict", "replace"], default="strict",
                    help="on bytes that are not UTF-8: stop with an error, or use U+FFFD")
+    c.add_argument("--shards", action="store_true",
+                   help="write OUTPUT as a directory: a token file per shard (an input file, or "
+                   "--shard-mb of a big text file) and manifest.json; a rerun keeps the shards "
+                   "already written")
+    c.add_argument("--shard-mb", type=float, default=DEFAULT_SHARD_BYTES / 2**20,
+                   help="cut plain text files bigger than this into shards (with --shards)")
+    cli_train.engine_flags(c, "where the shards are encoded (dask implies --shards)")
     c.add_argument("--quiet", action="store_true", help="no progress bar and no summary")
 
     i = sub.add_parser("inspect", help="describe a tokenizer file and print its fingerprint")
@@ -115,6 +123,8 @@ def _encode_corpus(args: argparse.Namespace) -> int:
             bar.update(documents - bar.n)
             bar.set_postfix_str(rate(started, documents, tokens, stats.bytes_read))
 
+    if args.shards or args.engine == "dask":
+        return _encode_shards(args, tok, separator, bar, started)
     batches = iter_batches(args.files, text_field=args.text_field, column=args.column,
                            whole_file=args.whole_file, errors=args.errors, stats=stats)
     try:
@@ -125,6 +135,43 @@ def _encode_corpus(args: argparse.Namespace) -> int:
     if not args.quiet:
         print(f"wrote {args.output} ({info.dtype}) with {args.output}.idx and .json: "
               f"{rate(started, info.documents, info.tokens, stats.bytes_read)}", file=sys.stderr)
+    return 0
+
+
+def _encode_shards(args: argparse.Namespace, tok: Tokenizer, separator: int | None, bar: Any,
+                   started: float) -> int:
+    from tokenmill.token_shards import encode_shards
+
+    if args.engine == "dask" and args.scheduler is None:
+        raise TokenmillError("--engine dask needs --scheduler ADDRESS (tcp://host:port)")
+    if args.shard_mb <= 0:
+        raise TokenmillError(f"--shard-mb must be positive, got {args.shard_mb:g}")
+    totals = [0, 0, 0]  # shards, documents, tokens
+
+    def progress(info: Any) -> None:
+        totals[0] += 1
+        totals[1] += info.documents
+        totals[2] += info.tokens
+        if bar is not None:
+            bar.update(info.documents)
+            bar.set_postfix_str(f"{totals[0]} shards, {totals[2]:,} tokens")
+
+    try:
+        manifest = encode_shards(
+            tok, args.files, args.output, separator=separator, engine=args.engine,
+            scheduler=args.scheduler, text_field=args.text_field, column=args.column,
+            whole_file=args.whole_file, errors=args.errors,
+            shard_bytes=max(1, int(args.shard_mb * 2**20)), timeout=args.timeout,
+            progress=progress)
+    finally:
+        if bar is not None:
+            bar.close()
+    if not args.quiet:
+        seconds = max(time.perf_counter() - started, 1e-9)
+        print(f"wrote {len(manifest['shards'])} shards and {args.output}/manifest.json "
+              f"({manifest['dtype']}): {manifest['documents']} documents, "
+              f"{manifest['tokens']} tokens, {manifest['tokens'] / seconds:,.0f} tokens/s",
+              file=sys.stderr)
     return 0
 
 

@@ -71,6 +71,15 @@ def _trainer_flags(p: argparse.ArgumentParser) -> None:
                            help=f"{f.metadata['help']} (--model unigram; default: {f.default})")
 
 
+def engine_flags(p: argparse.ArgumentParser, engine_help: str) -> None:
+    """--engine, --scheduler and --timeout (train, count and encode-corpus share them)."""
+    p.add_argument("--engine", choices=["local", "dask"], default="local", help=engine_help)
+    p.add_argument("--scheduler", metavar="ADDRESS",
+                   help="the Dask scheduler, e.g. tcp://host:8786 (with --engine dask)")
+    p.add_argument("--timeout", type=float, default=30.0,
+                   help="seconds to wait for the Dask scheduler and its workers")
+
+
 def _input_flags(p: argparse.ArgumentParser, *, sample: bool) -> None:
     p.add_argument("files", nargs="*", help="inputs: .txt (a document per line), .jsonl, "
                    ".parquet, each optionally .gz or .zst; directories, globs, '-' for stdin"
@@ -90,12 +99,7 @@ def _input_flags(p: argparse.ArgumentParser, *, sample: bool) -> None:
     p.add_argument("--max-distinct", type=int, metavar="N",
                    help="keep the N most frequent pre-tokens (the rarest are dropped after "
                         "counting; how many is reported)")
-    p.add_argument("--engine", choices=["local", "dask"], default="local",
-                   help="count here on native threads, or on a Dask cluster")
-    p.add_argument("--scheduler", metavar="ADDRESS",
-                   help="the Dask scheduler, e.g. tcp://host:8786 (with --engine dask)")
-    p.add_argument("--timeout", type=float, default=30.0,
-                   help="seconds to wait for the Dask scheduler and its workers")
+    engine_flags(p, "count here on native threads, or on a Dask cluster")
     p.add_argument("--quiet", action="store_true", help="no progress bar and no summary")
 
 

@@ -143,7 +143,7 @@ def count_on_dask(inputs: Sequence[str | os.PathLike[str]] | Iterable[str] | Ite
         shards = iter(lambda: list(islice(documents, _TEXTS_PER_SHARD)), [])
     pipeline = json.dumps(pipeline_of(tokenizer), sort_keys=True, ensure_ascii=False)
     pipeline_tokenizer(json.loads(pipeline))  # a bad pipeline is named here, not on a worker
-    with _connect(client, scheduler, timeout) as dask_client:
+    with connect(client, scheduler, timeout) as dask_client:
         return _count(dask_client, shards, pipeline, options, progress,
                       ReadStats() if stats is None else stats)
 
@@ -180,7 +180,9 @@ def _as_list(inputs: Any) -> list[Any]:
 
 
 @contextmanager
-def _connect(client: Any, scheduler: str | None, timeout: float) -> Iterator[Any]:
+def connect(client: Any, scheduler: str | None, timeout: float) -> Iterator[Any]:
+    """``client``, else a client of ``scheduler`` (closed on exit), else the default client;
+    one with at least one worker within ``timeout`` seconds, or an InputError saying why."""
     try:
         import distributed
     except ImportError:
@@ -241,7 +243,7 @@ def _count(client: Any, shards: Iterable[Shard | list[str]], pipeline: str,
     try:
         for future in running:
             number, shard, _ = submitted.pop(future.key)
-            status, value = _result(future, shard)
+            status, value = task_result(future, shard, "counting")
             future.release()
             if status == "error":
                 raise value
@@ -260,20 +262,23 @@ def _count(client: Any, shards: Iterable[Shard | list[str]], pipeline: str,
     return merged
 
 
-def _result(future: Any, shard: Any) -> Any:
+def task_result(future: Any, shard: Any, work: str) -> Any:
+    """A task's result, or a TokenmillError saying that ``work`` ("counting", "encoding")
+    stopped and which shard failed how."""
     from distributed import KilledWorker
 
     what = f"shard {shard}" if isinstance(shard, Shard) else "a batch of documents"
+    nothing = "nothing was counted" if work == "counting" else \
+        "the shards finished are kept for a rerun"
     try:
         return future.result()
     except KilledWorker as e:
-        raise TokenmillError(f"counting stopped: the Dask workers counting {what} died, as "
-                             "many times as the scheduler allows (distributed.scheduler."
-                             f"allowed-failures; {e}); nothing was counted. Workers may lack "
-                             "memory: use smaller shards or more memory") from None
+        raise TokenmillError(f"{work} stopped: the Dask workers {work} {what} died, as many "
+                             "times as the scheduler allows (distributed.scheduler."
+                             f"allowed-failures; {e}); {nothing}. Workers may lack memory: use "
+                             "smaller shards or more memory") from None
     except TokenmillError:
         raise
     except Exception as e:  # failed twice, or the client lost its scheduler
-        raise TokenmillError(f"counting stopped: {what} failed on the Dask workers, again "
-                             f"after a retry ({type(e).__name__}: {e}); nothing was "
-                             "counted") from None
+        raise TokenmillError(f"{work} stopped: {what} failed on the Dask workers, again after "
+                             f"a retry ({type(e).__name__}: {e}); {nothing}") from None

@@ -55,6 +55,7 @@ _GPT2 = regex.compile(
 # Patterns the C++ core scans by hand (exactly as `regex` splits them; tests hold them equal),
 # mapped to the core's scanner id. Their matches cover any text, so an "isolated" split is just
 # the list of matches.
+WORDS_SCANNER = 3  # the core's scanner of Whitespace's \w+|[^\w\s]+ (whitespace dropped)
 NATIVE_PATTERNS: dict[str, int] = {
     _GPT2.pattern: 0,
     # tiktoken's r50k/p50k spelling of GPT-2's pattern splits identically
@@ -113,6 +114,8 @@ def native_counting(pre_tokenizer: Any) -> tuple[int, bool] | None:
             return (NATIVE_PATTERNS[_GPT2.pattern], True) if len(steps) == 1 else None
         byte_level = True
         steps = steps[:-1]
+    if len(steps) == 1 and isinstance(steps[0], Whitespace):
+        return WORDS_SCANNER, byte_level
     if len(steps) == 1 and isinstance(steps[0], Split) and steps[0].behavior == "isolated" \
             and not steps[0].invert and steps[0].regex:
         scanner = NATIVE_PATTERNS.get(steps[0].pattern)

@@ -42,16 +42,18 @@ class TokenFileInfo:
     index_sha256: str
     format: str = "tokenmill-token-file"
     version: int = 1
+    source: dict[str, Any] | None = None  # the input it was encoded from (sharded runs)
 
 
 def encode_corpus(tok: Tokenizer, batches: Iterable[list[str]], output: str | os.PathLike[str],
                   *, separator: int | None = None, num_threads: int | None = None,
-                  progress: Callable[[int, int], Any] | None = None) -> TokenFileInfo:
+                  progress: Callable[[int, int], Any] | None = None,
+                  source: dict[str, Any] | None = None) -> TokenFileInfo:
     """Encode documents (in batches, as :func:`tokenmill.corpus.iter_batches` gives them) with
     :meth:`Tokenizer.encode_ordinary` semantics (a special token's text stays plain text) on
     native threads, appending ``separator`` after each document if given, and write the token
     file ``output``. ``progress(documents, tokens)`` is called after each batch. Memory is one
-    batch, whatever the corpus size."""
+    batch, whatever the corpus size. ``source`` is recorded in the description as given."""
     import numpy as np
 
     output = Path(output)
@@ -102,7 +104,7 @@ def encode_corpus(tok: Tokenizer, batches: Iterable[list[str]], output: str | os
         info = TokenFileInfo(dtype=dtype.name, vocab_size=vocab_size,
                              fingerprint=tok.fingerprint(), documents=documents, tokens=tokens,
                              separator=separator, sha256=ids_hash.hexdigest(),
-                             index_sha256=idx_hash.hexdigest())
+                             index_sha256=idx_hash.hexdigest(), source=source)
         os.replace(ids_tmp, output)
         os.replace(idx_tmp, f"{output}.idx")
         atomic_write_text(f"{output}.json", json.dumps(asdict(info), indent=2) + "\n")

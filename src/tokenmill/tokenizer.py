@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+import contextlib
+import gc
 import hashlib
 import json
 import os
+import random
 from collections import Counter
-from collections.abc import Iterable, Mapping, Sequence, Set
+from collections.abc import Iterable, Iterator, Mapping, Sequence, Set
 from itertools import islice
 from typing import TYPE_CHECKING, Any, Literal, cast, overload
 
@@ -181,11 +184,13 @@ class Tokenizer:
                 [t for t in self._added.tokens if not t.special or t.content in allowed])
         return self._restricted[key]
 
-    def _encode_text(self, text: str, added: AddedVocabulary | None = None) -> Encoding:
+    def _encode_text(self, text: str, added: AddedVocabulary | None = None,
+                     dropout: tuple[float, int] | None = None) -> Encoding:
         check_text(text)
         vocab = self._added if added is None else added
         segments = vocab.segments(text, self.normalizer)
-        native = self.native_plan()  # only ever without a normalizer
+        # only ever without a normalizer; BPE-dropout takes the pipeline's path
+        native = self.native_plan() if dropout is None else None
         if native is not None and len(segments) == 1 and segments[0].id is None:
             # The common case: no added token in the text; the core does everything and the
             # Encoding makes tokens and offset pairs only if they are asked for.
@@ -210,7 +215,11 @@ class Tokenizer:
                 pieces = self._pre_tokenize(cast(NormalizedString, segment.normalized))
                 if not pieces:
                     continue
-                flat = self.model.encode_pieces([p.text for p in pieces])
+                if dropout is None:
+                    flat = self.model.encode_pieces([p.text for p in pieces])
+                else:  # each segment draws from its own stream of the text's seed
+                    flat = self.model.encode_pieces([p.text for p in pieces], dropout=dropout[0],
+                                                    seed=_mix_seed(dropout[1], len(ids)))
                 ids += flat[0::4]
                 for p, s, e in zip(flat[1::4], flat[2::4], flat[3::4]):
                     lo, hi = pieces[p].span(s, e)
@@ -256,7 +265,8 @@ class Tokenizer:
 
     def encode(self, text: str, pair: str | None = None, *, add_special_tokens: bool = True,
                truncation: Truncation | None = None, allowed_special: Special | None = None,
-               disallowed_special: Special | None = None) -> Encoding:
+               disallowed_special: Special | None = None, dropout: float | None = None,
+               seed: int | None = None) -> Encoding:
         """Encode one input (or a pair) into ids, tokens, offsets into the original text, and
         masks. ``truncation`` overrides the tokenizer's own setting for this call.
 
@@ -265,12 +275,27 @@ class Tokenizer:
         default, or a set: an error if present; ``()``: plain text) is given; otherwise the
         tokenizer's ``special_tokens_in_text`` says ("match" for Hugging Face files, "error" for
         tiktoken's encodings).
+
+        ``dropout`` (BPE models; default: the model's own ``dropout``) encodes with BPE-dropout,
+        the draws made reproducible by ``seed`` (default: a fresh random seed per call).
         """
         added = self._added_for(allowed_special, disallowed_special, text if pair is None
                                 else text + "\0" + pair)
-        a = self._encode_text(text, added)
-        b = self._encode_text(pair, added) if pair is not None else None
+        drop = self._dropout(dropout, seed)
+        a = self._encode_text(text, added, drop)
+        b = self._encode_text(pair, added, drop and (drop[0], _mix_seed(drop[1], 1 << 32))) \
+            if pair is not None else None
         return self._post(a, b, add_special_tokens, truncation or self.truncation)
+
+    def _dropout(self, dropout: float | None, seed: int | None) -> tuple[float, int] | None:
+        """(probability, seed) when this call uses BPE-dropout, else None."""
+        p = dropout if dropout is not None else getattr(self.model, "dropout", None)
+        if not p:
+            return None
+        if not hasattr(self.model, "dropout"):
+            raise InputError(f"dropout applies to BPE models; this tokenizer's model is "
+                             f"{type(self.model).__name__}")
+        return p, random.getrandbits(64) if seed is None else seed
 
     def encode_ordinary(self, text: str) -> list[int]:
         """The ids of ``text`` with every special token's text encoded as plain text and no
@@ -293,7 +318,12 @@ class Tokenizer:
             return [self.encode_ordinary(t) for t in texts]
         texts = list(texts)
         try:
-            return _core.encode_ids_batch(native[0], native[1], texts, num_threads or _threads())
+            # The result is one list of ints per text: nothing the cyclic GC could collect, yet
+            # allocating thousands of lists sets off collections that walk every id (5% of
+            # the call on English).
+            with _gc_paused():
+                return _core.encode_ids_batch(native[0], native[1], texts,
+                                              num_threads or _threads())
         except (TypeError, UnicodeError):
             for i, text in enumerate(texts):
                 check_text(text, f"texts[{i}]")
@@ -301,14 +331,19 @@ class Tokenizer:
 
     def encode_batch(self, inputs: Sequence[str | tuple[str, str]], *,
                      add_special_tokens: bool = True, padding: Padding | None = None,
-                     truncation: Truncation | None = None) -> list[Encoding]:
+                     truncation: Truncation | None = None, dropout: float | None = None,
+                     seed: int | None = None) -> list[Encoding]:
         """Encode many inputs; pad them to a common length if ``padding`` (or the tokenizer's
-        own setting) says so."""
+        own setting) says so. With BPE-dropout, input i draws from its own stream of ``seed``,
+        so its tokens do not depend on the batch it is in."""
         out = []
-        for item in inputs:
+        drop = self._dropout(dropout, seed)
+        for i, item in enumerate(inputs):
             text, pair = (item, None) if isinstance(item, str) else item
             out.append(self.encode(text, pair, add_special_tokens=add_special_tokens,
-                                   truncation=truncation))
+                                   truncation=truncation,
+                                   dropout=drop[0] if drop else None,
+                                   seed=_mix_seed(drop[1], i) if drop else None))
         padding = padding or self.padding
         if padding is not None and out:
             n = padding.target(max(len(e) for e in out))
@@ -340,8 +375,26 @@ class Tokenizer:
 
         return DecodeStream(self, skip_special_tokens=skip_special_tokens)
 
+    def _native_bytes(self, ids: Sequence[int], skip_special_tokens: bool) -> bytes | None:
+        """The bytes of ``ids`` from the byte-level core, when this is a byte-level pipeline
+        (ByteLevel decoder) and every id is a plain token of its model; else None (the caller
+        takes the general path, which also names a bad id)."""
+        core = self.model.byte_level_core if isinstance(self.decoder, ByteLevelDecoder) \
+            and isinstance(self.model, BPE) else None
+        if core is None:
+            return None
+        skip, stop = self._added.decode_lists[skip_special_tokens]
+        try:
+            data, stopped = core.decode_bytes(ids, skip, stop)
+        except TypeError:  # not a sequence of 32-bit ids
+            return None
+        return data if stopped == len(ids) else None
+
     def decode(self, ids: Sequence[int], *, skip_special_tokens: bool = True) -> str:
         """Text of ``ids``; special tokens are left out unless ``skip_special_tokens=False``."""
+        data = self._native_bytes(ids, skip_special_tokens)
+        if data is not None:
+            return data.decode("utf-8", errors="replace")
         tokens: list[str] = []
         special = self._added.special_ids
         for position, i in enumerate(ids):
@@ -359,6 +412,9 @@ class Tokenizer:
     def decode_bytes(self, ids: Sequence[int], *, skip_special_tokens: bool = False) -> bytes:
         """The raw bytes ``ids`` stand for: byte-level tokens give their bytes, so a character
         cut between tokens is kept whole in neither (tiktoken's ``decode_bytes``)."""
+        data = self._native_bytes(ids, skip_special_tokens)
+        if data is not None:
+            return data
         to_bytes = unicode_to_bytes()
         byte_level = isinstance(self.decoder, ByteLevelDecoder)
         out = bytearray()
@@ -483,6 +539,23 @@ class Tokenizer:
 # Texts handed to the core per call: large enough to keep its threads busy, small enough that
 # a stream is never held in memory.
 _COUNT_BATCH = 8192
+
+
+@contextlib.contextmanager
+def _gc_paused() -> Iterator[None]:
+    """No cyclic garbage collection inside the block (restored as it was after it)."""
+    was_enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if was_enabled:
+            gc.enable()
+
+
+def _mix_seed(seed: int, k: int) -> int:
+    """A seed for stream ``k`` of ``seed`` (64 bits, well apart for neighbouring k)."""
+    return (seed ^ ((k + 1) * 0x9E3779B97F4A7C15)) & 0xFFFFFFFFFFFFFFFF
 
 
 def _threads() -> int:

@@ -16,7 +16,7 @@ from hypothesis import strategies as st
 
 from tokenmill import _core
 from tokenmill.normalized import NormalizedString
-from tokenmill.pre_tokenizers import NATIVE_PATTERNS
+from tokenmill.pre_tokenizers import NATIVE_PATTERNS, WORDS_SCANNER
 
 PATTERNS = sorted(NATIVE_PATTERNS.items())
 # Characters that sit on the patterns' edges: contractions (and U+017F, which (?i) folds to
@@ -52,6 +52,18 @@ def test_tricky_text(text):
 def test_any_text(text):
     for pattern, scanner in PATTERNS:
         assert native_pieces(scanner, text) == regex.findall(pattern, text), pattern
+
+
+WORDS = regex.compile(r"\w+|[^\w\s]+")  # the Whitespace pre-tokenizer's pattern
+SPACE = regex.compile(r"\s+")
+
+
+@settings(max_examples=1500)
+@given(st.one_of(any_text, tricky_text, st.text(st.sampled_from(" _a1.\u00e9\u0301\u4e2d\t"))))
+def test_words_scanner(text):
+    # Scanner 3 returns the whitespace between pieces as pieces of its own, which it drops.
+    kept = [p for p in native_pieces(WORDS_SCANNER, text) if not SPACE.fullmatch(p)]
+    assert kept == WORDS.findall(text)
 
 
 def test_patterns_are_tiktokens(shared_data):

@@ -7,7 +7,16 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from tokenmill import BPE, BPETrainer, Tokenizer, decoders, normalizers, pre_tokenizers
+from tokenmill import (
+    BPE,
+    AddedToken,
+    BPETrainer,
+    InputError,
+    Tokenizer,
+    decoders,
+    normalizers,
+    pre_tokenizers,
+)
 
 # Any Unicode text but lone surrogates (which are not text; encode rejects them).
 texts = st.text(st.characters(exclude_categories=("Cs",)), max_size=60)
@@ -56,6 +65,33 @@ def test_native_path_equals_python_path(byte_level, text):
     assert (fast.ids, fast.offsets, fast.tokens) == (slow.ids, slow.offsets, slow.tokens)
 
 
+@settings(max_examples=200, deadline=None)
+@given(st.lists(texts, max_size=6))
+def test_whitespace_pipelines_count_natively_as_in_python(docs):
+    # The core counts Whitespace's pieces (plain or spelled byte by byte) itself; an empty
+    # normalizer Sequence keeps the same pipeline on the Python path. Counts and their
+    # first-seen order must agree.
+    for steps in ([pre_tokenizers.Whitespace()],
+                  [pre_tokenizers.Whitespace(), pre_tokenizers.ByteLevel(use_regex=False)]):
+        pre = pre_tokenizers.Sequence(steps) if len(steps) > 1 else steps[0]
+        native = Tokenizer(BPE({}, []), pre_tokenizer=pre)
+        python = Tokenizer(BPE({}, []), normalizer=normalizers.Sequence([]), pre_tokenizer=pre)
+        assert pre_tokenizers.native_counting(pre) is not None
+        assert list(native.count_words(docs).items()) == list(python.count_words(docs).items())
+
+
+@settings(max_examples=200, deadline=None)
+@given(texts)
+def test_byte_level_words_native_path_equals_python_path(byte_level, text):
+    pre = pre_tokenizers.Sequence([pre_tokenizers.Whitespace(),
+                                   pre_tokenizers.ByteLevel(use_regex=False)])
+    fast = Tokenizer(byte_level.model, pre_tokenizer=pre, decoder=byte_level.decoder)
+    slow = Tokenizer(byte_level.model, normalizer=normalizers.Sequence([]), pre_tokenizer=pre)
+    assert fast.native_plan() is not None and slow.native_plan() is None
+    a, b = fast.encode(text), slow.encode(text)
+    assert (a.ids, a.offsets) == (b.ids, b.offsets)
+
+
 @settings(max_examples=300, deadline=None)
 @given(texts)
 def test_byte_level_offsets_cover_token_bytes(byte_level, text):
@@ -89,3 +125,34 @@ def test_offsets_through_normalization(normalized_char_level, text):
             continue
         core = token.removeprefix("##").removesuffix("</w>")
         assert core in tok.normalizer.normalize_str(text[start:end])
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.integers(0, 620), max_size=30), st.booleans())
+def test_native_decode_equals_the_decoder(byte_level, ids, skip):
+    # The core decodes byte-level ids itself; the general path (tokens through the decoder)
+    # must agree, with special and non-special added tokens in the mix. Ids beyond the
+    # vocabulary are errors on both paths.
+    tok = Tokenizer(byte_level.model, pre_tokenizer=byte_level.pre_tokenizer,
+                    decoder=byte_level.decoder,
+                    added_tokens=[AddedToken("<|end|>", 600, special=True),
+                                  AddedToken("<ｍask>", 601)])
+    general = Tokenizer(byte_level.model, pre_tokenizer=byte_level.pre_tokenizer,
+                        decoder=decoders.Sequence([byte_level.decoder]),
+                        added_tokens=tok.added_tokens)
+    known = set(tok.get_vocab().values())
+    if all(i in known for i in ids):
+        assert tok.decode(ids, skip_special_tokens=skip) == \
+            general.decode(ids, skip_special_tokens=skip)
+        to_bytes = pre_tokenizers.unicode_to_bytes()
+        expected = b""
+        for i in ids:
+            token = tok.id_to_token(i)
+            if skip and i == 600:
+                continue
+            expected += bytes(to_bytes[c] for c in token) \
+                if i < 600 and all(c in to_bytes for c in token) else token.encode("utf-8")
+        assert tok.decode_bytes(ids, skip_special_tokens=skip) == expected
+    else:
+        with pytest.raises(InputError, match=r"ids\[\d+\]: \d+ is not an id"):
+            tok.decode(ids, skip_special_tokens=skip)

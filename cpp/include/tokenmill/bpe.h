@@ -36,6 +36,19 @@ struct TokenSpan {
 
 struct PairCacheEntry;  // bpe.cc: a per-thread cache of merge lookups
 
+// The merge table's key of a pair of ids.
+inline uint64_t pair_key(uint32_t left, uint32_t right) {
+  return (static_cast<uint64_t>(left) << 32) | right;
+}
+
+// splitmix64: the next 64-bit value of the generator whose state is `state`.
+inline uint64_t splitmix64(uint64_t& state) {
+  uint64_t z = (state += 0x9E3779B97F4A7C15ULL);
+  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ULL;
+  z = (z ^ (z >> 27)) * 0x94D049BB133111EBULL;
+  return z ^ (z >> 31);
+}
+
 struct Merge {
   uint32_t left;
   uint32_t right;
@@ -53,15 +66,41 @@ bool decode_byte_alphabet(std::string_view token, std::string& out);
 std::vector<Merge> derive_merges(const std::vector<std::string>& tokens,
                                  const std::vector<uint32_t>& ranks,
                                  std::vector<uint32_t>& unreachable);
+// The same with the token -> rank map already built (rank_of holds exactly tokens/ranks).
+std::vector<Merge> derive_merges(const StringMap& rank_of, const std::vector<std::string>& tokens,
+                                 const std::vector<uint32_t>& ranks,
+                                 std::vector<uint32_t>& unreachable);
+
+// token -> id for every pair (the map BPEModel and derive_merges look tokens up in).
+StringMap vocab_map(const std::vector<std::string>& tokens, const std::vector<uint32_t>& ids);
+
+// True if every merge joins only single symbols or tokens that lower-ranked merges make (so
+// applying a merge never enables one of lower rank); bpe_long.cc relies on it.
+bool merges_build_up(const std::vector<Merge>& merges);
 
 class BPEModel {
  public:
   // vocab: (token, id) pairs; merges in rank order (rank = index).
   BPEModel(const std::vector<std::string>& tokens, const std::vector<uint32_t>& ids,
            const std::vector<Merge>& merges, BPEOptions options);
+  // The same from the vocabulary's map (vocab_map), which the model takes over.
+  BPEModel(StringMap vocab, const std::vector<Merge>& merges, BPEOptions options);
 
   // Appends the tokens of one word (a pre-token) to out. Thread-safe.
   void encode_word(std::string_view word, std::vector<TokenSpan>& out) const;
+
+  // BPE-dropout (Provilkov et al., 2020): as encode_word, but at every step each applicable
+  // merge is skipped with probability `dropout`, in rank order, and the first one kept is
+  // applied; when all are skipped the word is done. `rng` is a splitmix64 state, advanced once
+  // per draw (tokenmill.reference.bpe draws in the same order). No caches are used.
+  void encode_word_dropout(std::string_view word, double dropout, uint64_t& rng,
+                           std::vector<TokenSpan>& out) const;
+
+  // byte_symbols: appends the bytes of each id's token to out, leaving out the ids in `skip`
+  // (sorted); stops at an id in `stop` (sorted) or one the model has no token for and returns
+  // its position, else ids.size(). Thread-safe.
+  std::size_t decode_bytes(const std::vector<uint32_t>& ids, const std::vector<uint32_t>& skip,
+                           const std::vector<uint32_t>& stop, std::string& out) const;
 
   // Applies merges by rank to a sequence of ids (the symbols a caller chose); the teaching path.
   std::vector<uint32_t> merge_ids(const std::vector<uint32_t>& ids) const;
@@ -73,8 +112,11 @@ class BPEModel {
     uint32_t end;
   };
   void initial_symbols(std::string_view word, std::vector<Symbol>& syms) const;
+  void initial_byte_symbols(std::string_view word, std::vector<Symbol>& syms) const;
   void apply_merges(std::vector<Symbol>& syms) const;
-  void apply_merges_heap(std::vector<Symbol>& syms) const;
+  void apply_merges_heap(std::vector<Symbol>& syms, double dropout = 0.0,
+                         uint64_t* rng = nullptr) const;
+  void apply_merges_buckets(std::vector<Symbol>& syms, PairCacheEntry* cache) const;
   bool lookup(std::string_view token, uint32_t& id) const;
   // cache: this thread's pair cache (looked up once per word: thread-local access is a call).
   bool find_merge(uint32_t left, uint32_t right, uint32_t& rank, uint32_t& result,
@@ -84,14 +126,37 @@ class BPEModel {
   uint64_t serial_;  // distinguishes this model's entries in the per-thread pair cache
   StringMap vocab_;
   PairMap merges_;  // (left << 32 | right) -> (rank << 32 | result)
+  std::size_t merge_count_ = 0;
+  bool merges_build_up_ = false;  // long pieces may take apply_merges_buckets
   bool all_bytes_known(std::string_view ch) const;
 
   int64_t byte_ids_[256];  // <0xNN> tokens (byte_fallback); -1 where the vocabulary has none
   bool have_bytes_ = false;
   int64_t symbol_of_byte_[256];  // byte_symbols: each byte's token, -1 if not in the vocab
 
-  mutable std::mutex cache_mutex_;
-  mutable std::unordered_map<std::string, std::vector<TokenSpan>> cache_;
+  // byte_symbols: characters that may start as their own token rather than as their bytes,
+  // given the characters beside them (bpe_chars.cc says when that gives the same merges).
+  struct CharStart {
+    uint32_t token;     // the character's token
+    uint32_t contexts;  // its first entry in char_contexts_: `lefts` left ones, then `rights`
+    uint16_t lefts;
+    uint16_t rights;
+  };
+  void build_char_starts(const std::vector<Merge>& merges);
+  bool starts_whole(const CharStart& c, std::string_view prev, std::string_view next) const;
+  std::vector<uint32_t> char_start_of_;  // code point below U+10000 -> char_starts_ index
+  std::vector<CharStart> char_starts_;
+  std::vector<std::string> char_contexts_;  // token bytes that must not be beside it
+
+  mutable std::once_flag decode_once_;  // token_of_id_ is built by the first decode
+  mutable std::vector<std::string_view> token_of_id_;
+
+  static constexpr std::size_t kCacheShards = 16;
+  struct CacheShard {
+    std::mutex mutex;
+    std::unordered_map<std::string, std::vector<TokenSpan>> words;
+  };
+  mutable CacheShard cache_[kCacheShards];  // recent words -> their tokens
 };
 
 }  // namespace tokenmill

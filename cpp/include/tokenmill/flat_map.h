@@ -7,6 +7,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
+#include <stdexcept>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -95,31 +96,40 @@ class PairMap {
   std::size_t size_ = 0;
 };
 
-// byte string -> uint32 value; the map owns a copy of every key.
+// byte string -> uint32 value (a vocabulary); the map owns a copy of every key. A slot is 16
+// bytes (a 32-bit hash to skip most compares, the key's place in one arena, the value), so a
+// 200k-token vocabulary costs 8 MiB of slots rather than twice that.
 class StringMap {
  public:
   void reserve(std::size_t n) {
     slots_.assign(table_capacity(n), Slot{});
     mask_ = slots_.size() - 1;
   }
-  // Keeps the first value given for a key.
-  void insert(std::string_view key, uint32_t value) {
+  // Keeps the first value given for a key; false if the key was there already.
+  bool insert(std::string_view key, uint32_t value) {
     if (2 * (size_ + 1) > slots_.size()) grow();
-    const uint64_t h = hash_bytes(key);
-    std::size_t i = h & mask_;
-    while (slots_[i].used) {
-      if (slots_[i].hash == h && view(slots_[i]) == key) return;
+    const uint64_t full = hash_bytes(key);
+    const auto h = static_cast<uint32_t>(full);
+    std::size_t i = full & mask_;
+    while (slots_[i].offset != kEmpty) {
+      if (slots_[i].hash == h && view(slots_[i]) == key) return false;
       i = (i + 1) & mask_;
     }
-    slots_[i] = Slot{h, arena_.size(), static_cast<uint32_t>(key.size()), value, true};
+    if (arena_.size() + key.size() >= kEmpty || key.size() >= kEmpty) {
+      throw std::length_error("StringMap: keys exceed 4 GiB");
+    }
+    slots_[i] = Slot{h, static_cast<uint32_t>(arena_.size()), static_cast<uint32_t>(key.size()),
+                     value};
     arena_.append(key.data(), key.size());
     ++size_;
+    return true;
   }
   bool find(std::string_view key, uint32_t& value) const {
     if (slots_.empty()) return false;
-    const uint64_t h = hash_bytes(key);
-    std::size_t i = h & mask_;
-    while (slots_[i].used) {
+    const uint64_t full = hash_bytes(key);
+    const auto h = static_cast<uint32_t>(full);
+    std::size_t i = full & mask_;
+    while (slots_[i].offset != kEmpty) {
       const Slot& s = slots_[i];
       if (s.hash == h && s.len == key.size() &&
           std::memcmp(arena_.data() + s.offset, key.data(), key.size()) == 0) {
@@ -131,14 +141,21 @@ class StringMap {
     return false;
   }
   std::size_t size() const { return size_; }
+  // Calls fn(key, value) for every entry, in no particular order.
+  template <typename Fn>
+  void for_each(Fn fn) const {
+    for (const Slot& s : slots_) {
+      if (s.offset != kEmpty) fn(view(s), s.value);
+    }
+  }
 
  private:
+  static constexpr uint32_t kEmpty = ~uint32_t{0};  // offset of an unused slot
   struct Slot {
-    uint64_t hash = 0;
-    std::size_t offset = 0;
+    uint32_t hash = 0;
+    uint32_t offset = kEmpty;
     uint32_t len = 0;
     uint32_t value = 0;
-    bool used = false;
   };
   std::string_view view(const Slot& s) const { return {arena_.data() + s.offset, s.len}; }
   void grow() {
@@ -148,7 +165,7 @@ class StringMap {
     std::string arena = std::move(arena_);
     arena_.clear();
     for (const Slot& s : old) {
-      if (s.used) insert(std::string_view(arena.data() + s.offset, s.len), s.value);
+      if (s.offset != kEmpty) insert(std::string_view(arena.data() + s.offset, s.len), s.value);
     }
   }
   std::vector<Slot> slots_;

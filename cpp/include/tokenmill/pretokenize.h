@@ -10,9 +10,11 @@
 //            [^\r\n\p{L}\p{N}]?[UPPER]+[LOWER]*(?i:'s|...)?|\p{N}{1,3}|
 //             ?[^\s\p{L}\p{N}]+[\r\n/]*|\s*[\r\n]+|\s+(?!\S)|\s+
 //            with UPPER = \p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M} and LOWER = \p{Ll}\p{Lm}\p{Lo}\p{M}
+//   kWords   \w+|[^\w\s]+   (the Whitespace pre-tokenizer; its whitespace is dropped)
 //
-// Every character of any text is matched by some alternative of these patterns, so the pieces
-// are contiguous and cover the text: a scanner only has to find where each piece ends.
+// Every character of any text is matched by some alternative of the GPT patterns, so the pieces
+// are contiguous and cover the text: a scanner only has to find where each piece ends. kWords
+// leaves out runs of whitespace: its scanner returns them as pieces that piece_dropped names.
 #pragma once
 
 #include <cstddef>
@@ -22,12 +24,15 @@
 
 namespace tokenmill {
 
-enum class SplitPattern : int { kGPT2 = 0, kCL100K = 1, kO200K = 2 };
+enum class SplitPattern : int { kGPT2 = 0, kCL100K = 1, kO200K = 2, kWords = 3 };
 
 // Byte offset where the piece starting at byte i ends (i < text.size()).
 std::size_t piece_end(SplitPattern pattern, std::string_view text, std::size_t i);
 
-// Appends the byte offset where each piece of text ends.
+// True for a piece (starting at byte i) that the pattern does not match: kWords's whitespace.
+bool piece_dropped(SplitPattern pattern, std::string_view text, std::size_t i);
+
+// Appends the byte offset where each piece of text ends (dropped pieces included).
 void pretokenize(SplitPattern pattern, std::string_view text, std::vector<uint32_t>& ends);
 
 }  // namespace tokenmill

@@ -7,11 +7,14 @@
 #include <string_view>
 #include <vector>
 
+#include "tokenmill/flat_map.h"
+
 namespace tokenmill {
 
 struct RanksFile {
   std::vector<std::string> tokens;  // raw bytes
   std::vector<uint32_t> ranks;
+  StringMap rank_of;  // token -> rank (built anyway to find repeated tokens)
 };
 
 // Throws Error("line N: ...") on a malformed line, bad base64, or a repeated token or rank.

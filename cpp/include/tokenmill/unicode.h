@@ -16,10 +16,20 @@ enum : uint8_t {
   kSpace = 4,      // \s
   kUpperish = 8,   // [\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]
   kLowerish = 16,  // [\p{Ll}\p{Lm}\p{Lo}\p{M}]
+  kWord = 32,      // \w
 };
 
-// Flags of a code point >= 128 (0 beyond U+10FFFF): the generated two-stage table.
-uint8_t table_flags(uint32_t cp);
+// The generated two-stage table (unicode.cc): a block index per 256 code points, then a flags
+// byte per code point of each distinct block. Inline lookups: the scanners spend most of
+// their time here on non-Latin text.
+extern const uint16_t kUnicodeStage1[0x110000 / 256];
+extern const uint8_t kUnicodeStage2[];
+
+// Flags of a code point >= 128 (0 beyond U+10FFFF).
+inline uint8_t table_flags(uint32_t cp) {
+  if (cp >= 0x110000) return 0;
+  return kUnicodeStage2[static_cast<std::size_t>(kUnicodeStage1[cp >> 8]) * 256 + (cp & 0xFF)];
+}
 
 // Where the tables came from, e.g. "regex 2026.11.19": the scanners split as that release does.
 const char* table_source();
@@ -28,9 +38,10 @@ const char* table_source();
 struct AsciiTable {
   uint8_t flags[128];
   constexpr AsciiTable() : flags() {
-    for (int c = 'a'; c <= 'z'; ++c) flags[c] = kLetter | kLowerish;
-    for (int c = 'A'; c <= 'Z'; ++c) flags[c] = kLetter | kUpperish;
-    for (int c = '0'; c <= '9'; ++c) flags[c] = kNumber;
+    for (int c = 'a'; c <= 'z'; ++c) flags[c] = kLetter | kLowerish | kWord;
+    for (int c = 'A'; c <= 'Z'; ++c) flags[c] = kLetter | kUpperish | kWord;
+    for (int c = '0'; c <= '9'; ++c) flags[c] = kNumber | kWord;
+    flags['_'] = kWord;
     for (int c = 9; c <= 13; ++c) flags[c] = kSpace;  // \t \n \v \f \r
     flags[' '] = kSpace;
     // 0x1c-0x1f are not \s in the regex module (they are for Python's str.isspace)
@@ -50,7 +61,29 @@ struct Char {
   uint8_t flags;
 };
 
-Char decode_multibyte(std::string_view s, std::size_t i);
+inline Char decode_multibyte(std::string_view s, std::size_t i) {
+  const auto b0 = static_cast<unsigned char>(s[i]);
+  const std::size_t n = s.size() - i;
+  auto cont = [&](std::size_t k) { return static_cast<unsigned char>(s[i + k]) & 0x3Fu; };
+  auto is_cont = [&](std::size_t k) {
+    return k < n && (static_cast<unsigned char>(s[i + k]) & 0xC0) == 0x80;
+  };
+  uint32_t cp = 0;
+  uint32_t len = 0;
+  if (b0 >= 0xE0 && b0 < 0xF0 && is_cont(1) && is_cont(2)) {  // first: CJK and most scripts
+    cp = ((b0 & 0x0Fu) << 12) | (cont(1) << 6) | cont(2);
+    len = 3;
+  } else if (b0 >= 0xC2 && b0 < 0xE0 && is_cont(1)) {
+    cp = ((b0 & 0x1Fu) << 6) | cont(1);
+    len = 2;
+  } else if (b0 >= 0xF0 && b0 < 0xF5 && is_cont(1) && is_cont(2) && is_cont(3)) {
+    cp = ((b0 & 0x07u) << 18) | (cont(1) << 12) | (cont(2) << 6) | cont(3);
+    len = 4;
+  } else {
+    return {0xFFFD, 1, 0};
+  }
+  return {cp, len, uc::table_flags(cp)};
+}
 
 // Inline for the ASCII case, which is most of the bytes of most text.
 inline Char char_at(std::string_view s, std::size_t i) {

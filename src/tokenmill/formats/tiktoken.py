@@ -14,6 +14,8 @@ import base64
 import binascii
 import json
 import os
+from array import array
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -22,6 +24,7 @@ from tokenmill import _core
 from tokenmill._io import atomic_write_text
 from tokenmill.added_tokens import AddedToken
 from tokenmill.errors import FormatError, InputError
+from tokenmill.models.bpe import CACHE_CAPACITY
 
 if TYPE_CHECKING:
     from tokenmill.tokenizer import Tokenizer
@@ -116,8 +119,10 @@ def from_ranks(ranks: dict[bytes, int], pattern: str, special_tokens: dict[str, 
     return _tokenizer(spelled, flat, unreachable, pattern, special_tokens, source)
 
 
-def _tokenizer(vocab: dict[str, int], triples: list[int], unreachable: list[int], pattern: str,
-               special_tokens: dict[str, int], source: str) -> Tokenizer:
+def _tokenizer(vocab: dict[str, int], triples: Sequence[int], unreachable: list[int],
+               pattern: str,
+               special_tokens: dict[str, int], source: str,
+               core: _core.BPEModel | None = None) -> Tokenizer:
     from tokenmill.decoders import ByteLevel as ByteLevelDecoder
     from tokenmill.models.bpe import BPE
     from tokenmill.pre_tokenizers import ByteLevel, Sequence, Split, bytes_to_unicode
@@ -130,12 +135,11 @@ def _tokenizer(vocab: dict[str, int], triples: list[int], unreachable: list[int]
     if unreachable:
         raise FormatError(f"{source}: the token of rank {unreachable[0]} cannot be made by "
                           "merging lower-ranked tokens")
-    ids = set(vocab.values())
-    clash = [t for t, i in special_tokens.items() if i in ids]
+    clash = [t for t, i in special_tokens.items() if i in vocab.values()]
     if clash:
         raise FormatError(f"{source}: special token {clash[0]!r} has id "
                           f"{special_tokens[clash[0]]}, which is a rank of the file")
-    model = BPE.from_id_merges(vocab, triples, ignore_merges=True)
+    model = BPE.from_id_merges(vocab, triples, ignore_merges=True, byte_level_core=core)
     return Tokenizer(
         model,
         pre_tokenizer=Sequence([Split(pattern, "isolated"),
@@ -164,12 +168,14 @@ def load(name: str, path: str | os.PathLike[str] | None = None) -> Tokenizer:
     except FileNotFoundError:
         raise InputError(f"{p}: no such file") from None
     try:
-        spelled, ranks, triples, unreachable = _core.load_ranks(data)
+        spelled, ranks, packed, unreachable, core = _core.load_ranks(data, CACHE_CAPACITY)
     except InputError as e:  # "line N: ..." from the core's parser
         line, _, message = str(e).partition(": ")
         raise FormatError(f"{p}:{line.removeprefix('line ')}: {message}") from None
+    triples = array("I")
+    triples.frombytes(packed)
     return _tokenizer(dict(zip(spelled, ranks)), triples, unreachable, preset.pattern,
-                      preset.special_tokens, str(p))
+                      preset.special_tokens, str(p), core)
 
 
 def save(tok: Tokenizer, path: str | os.PathLike[str]) -> None:

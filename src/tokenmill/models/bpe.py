@@ -19,6 +19,7 @@ from tokenmill.pre_tokenizers import bytes_to_unicode
 # Marker models cannot be written as Hugging Face "BPE": that schema has no separate
 # end-of-word symbol, so `tokenizers` would silently produce other ids. They get their own name.
 MARKER_TYPE = "tokenmill.BPE"
+CACHE_CAPACITY = 10000  # words the core remembers by default
 
 
 @register("model", "BPE")
@@ -37,40 +38,46 @@ class BPE(VocabLookups):
                  unk_token: str | None = None, continuing_subword_prefix: str | None = None,
                  end_of_word_suffix: str | None = None, end_of_word_marker: str | None = None,
                  byte_fallback: bool = False, fuse_unk: bool = False,
-                 ignore_merges: bool = False, cache_capacity: int = 10000) -> None:
+                 ignore_merges: bool = False, cache_capacity: int = CACHE_CAPACITY,
+                 dropout: float | None = None) -> None:
         self._set(dict(vocab), [tuple(m) for m in merges], unk_token,  # type: ignore[misc]
                   continuing_subword_prefix, end_of_word_suffix, end_of_word_marker,
                   byte_fallback, fuse_unk, ignore_merges, cache_capacity)
-        self._triples = self._merge_triples()  # checks every merge against the vocab
+        self._triples: Sequence[int] = self._merge_triples()  # checks each merge against the vocab
+        self.dropout = check_dropout(dropout)
 
     @classmethod
-    def from_id_merges(cls, vocab: dict[str, int], triples: list[int], **options: Any) -> BPE:
+    def from_id_merges(cls, vocab: dict[str, int], triples: Sequence[int], *,
+                       byte_level_core: _core.BPEModel | None = None, **options: Any) -> BPE:
         """A model from merges given as flat ``(left id, right id, result id)`` triples that the
-        caller vouches for (the core derived them): nothing is re-checked, which is what makes
-        loading a 200k-token vocabulary quick."""
+        caller vouches for (the core derived them): nothing is re-checked, and the merges as
+        token pairs (and the id -> token map) are only built if asked for, which is what makes
+        loading a 200k-token vocabulary quick. ``byte_level_core``, if the caller built it
+        with the same vocabulary, merges and options, saves building it again."""
         self = cls.__new__(cls)
-        by_id = {i: t for t, i in vocab.items()}
-        merges = [(by_id[triples[k]], by_id[triples[k + 1]]) for k in range(0, len(triples), 3)]
-        self._set(vocab, merges, options.pop("unk_token", None),
+        self._set(vocab, None, options.pop("unk_token", None),
                   options.pop("continuing_subword_prefix", None),
                   options.pop("end_of_word_suffix", None), options.pop("end_of_word_marker", None),
                   options.pop("byte_fallback", False), options.pop("fuse_unk", False),
-                  options.pop("ignore_merges", False), options.pop("cache_capacity", 10000),
-                  by_id)
+                  options.pop("ignore_merges", False),
+                  options.pop("cache_capacity", CACHE_CAPACITY))
+        self.dropout = check_dropout(options.pop("dropout", None))
         if options:
             raise InputError(f"unknown BPE option {next(iter(options))!r}")
         self._triples = triples
+        if byte_level_core is not None:
+            self.__dict__["byte_level_core"] = byte_level_core  # the cached property's slot
         return self
 
-    def _set(self, vocab: dict[str, int], merges: list[tuple[str, str]], unk_token: str | None,
-             continuing_subword_prefix: str | None, end_of_word_suffix: str | None,
-             end_of_word_marker: str | None, byte_fallback: bool, fuse_unk: bool,
-             ignore_merges: bool, cache_capacity: int,
-             id_to_token: dict[int, str] | None = None) -> None:
+    def _set(self, vocab: dict[str, int], merges: list[tuple[str, str]] | None,
+             unk_token: str | None, continuing_subword_prefix: str | None,
+             end_of_word_suffix: str | None, end_of_word_marker: str | None, byte_fallback: bool,
+             fuse_unk: bool, ignore_merges: bool, cache_capacity: int) -> None:
         if end_of_word_marker and end_of_word_suffix:
             raise InputError("give end_of_word_marker or end_of_word_suffix, not both")
         self.vocab = vocab
-        self.merges = merges
+        if merges is not None:
+            self.__dict__["merges"] = merges  # else built from the triples on first use
         self.unk_token = unk_token
         self.continuing_subword_prefix = continuing_subword_prefix
         self.end_of_word_suffix = end_of_word_suffix
@@ -79,11 +86,20 @@ class BPE(VocabLookups):
         self.fuse_unk = fuse_unk
         self.ignore_merges = ignore_merges
         self.cache_capacity = cache_capacity
-        self._id_to_token = id_to_token if id_to_token is not None else \
-            {i: t for t, i in vocab.items()}
         for name, token in (("unk_token", unk_token), ("end_of_word_marker", end_of_word_marker)):
             if token is not None and token not in vocab:
                 raise InputError(f"{name} {token!r} is not in the vocab")
+
+    @functools.cached_property
+    def merges(self) -> list[tuple[str, str]]:
+        """The merges in rank order, as (left, right) token pairs."""
+        by_id = self._id_to_token
+        t = self._triples
+        return [(by_id[t[k]], by_id[t[k + 1]]) for k in range(0, len(t), 3)]
+
+    @functools.cached_property
+    def _id_to_token(self) -> dict[int, str]:
+        return {i: t for t, i in self.vocab.items()}
 
     @functools.cached_property
     def _char_core(self) -> _core.BPEModel:
@@ -140,14 +156,26 @@ class BPE(VocabLookups):
 
     # -- encoding --------------------------------------------------------------------------
 
-    def encode_pieces(self, pieces: list[str]) -> list[int]:
+    def encode_pieces(self, pieces: list[str], *, dropout: float | None = None,
+                      seed: int = 0) -> list[int]:
         """Tokens of a batch of pre-tokens as one flat list ``[id, piece, start, end] * n``
-        (``start``/``end``: characters of the piece)."""
+        (``start``/``end``: characters of the piece).
+
+        With ``dropout`` (BPE-dropout, Provilkov et al. 2020), each applicable merge is skipped
+        with that probability at every step; ``seed`` makes the draws reproducible."""
+        if dropout:  # None and 0 merge as usual (and may use the caches)
+            return self._char_core.encode_words_dropout(pieces, check_dropout(dropout) or 0.0,
+                                                        seed & 0xFFFFFFFFFFFFFFFF)
         return self._char_core.encode_words(pieces)
 
-    def encode_word(self, word: str) -> list[str]:
-        """The tokens of one pre-token."""
-        flat = self._char_core.encode_words([word])
+    def encode_word(self, word: str, *, dropout: float | None = None, seed: int = 0) -> list[str]:
+        """The tokens of one pre-token (with BPE-dropout if ``dropout`` is given).
+
+        >>> bpe = BPE({"a": 0, "b": 1, "ab": 2}, [("a", "b")])
+        >>> bpe.encode_word("ab"), bpe.encode_word("ab", dropout=1.0)
+        (['ab'], ['a', 'b'])
+        """
+        flat = self.encode_pieces([word], dropout=dropout, seed=seed)
         return [self._id_to_token[i] for i in flat[0::4]]
 
     def merge_symbols(self, symbols: Sequence[str]) -> list[str]:
@@ -178,7 +206,7 @@ class BPE(VocabLookups):
     def to_dict(self) -> dict[str, Any]:
         out: dict[str, Any] = {
             "type": MARKER_TYPE if self.end_of_word_marker else "BPE",
-            "dropout": None,
+            "dropout": self.dropout,
             "unk_token": self.unk_token,
             "continuing_subword_prefix": self.continuing_subword_prefix,
             "end_of_word_suffix": self.end_of_word_suffix,
@@ -201,9 +229,10 @@ class BPE(VocabLookups):
                 if type(i) is not int or not 0 <= i < 2**32:
                     raise FormatError(f"{where}.vocab[{token!r}]: expected an id (integer "
                                       f">= 0), got {i!r}")
-        if field(data, "dropout", (float, int), where, None) not in (None, 0, 0.0):
-            raise FormatError(f"{where}.dropout: BPE-dropout is not supported by this version; "
-                              "expected null")
+        dropout = field(data, "dropout", (float, int), where, None)
+        if dropout is not None and not 0 <= dropout <= 1:
+            raise FormatError(f"{where}.dropout: expected a probability in [0, 1] or null, got "
+                              f"{dropout!r}")
         raw = field(data, "merges", list, where, [])
         try:
             # Both spellings: "left right" strings (older files) and [left, right] lists.
@@ -230,9 +259,17 @@ class BPE(VocabLookups):
                 byte_fallback=field(data, "byte_fallback", bool, where, False),
                 fuse_unk=field(data, "fuse_unk", bool, where, False),
                 ignore_merges=field(data, "ignore_merges", bool, where, False),
+                dropout=dropout,
             )
         except InputError as e:
             raise FormatError(f"{where}: {e}") from None
+
+
+def check_dropout(dropout: float | None) -> float | None:
+    """``dropout`` if it is None or a probability, else an InputError saying so."""
+    if dropout is not None and (isinstance(dropout, bool) or not 0 <= dropout <= 1):
+        raise InputError(f"dropout must be a probability in [0, 1], got {dropout!r}")
+    return None if dropout is None else float(dropout)
 
 
 # The marker variant is read by the same class.

@@ -107,6 +107,44 @@ def encode(symbols: Sequence[str], merges: Sequence[tuple[str, str]],
     return symbols
 
 
+def splitmix64(state: int) -> tuple[int, int]:
+    """One step of the splitmix64 generator: (new state, output), all 64-bit."""
+    mask = (1 << 64) - 1
+    state = (state + 0x9E3779B97F4A7C15) & mask
+    z = state
+    z = ((z ^ (z >> 30)) * 0xBF58476D1CE4E5B9) & mask
+    z = ((z ^ (z >> 27)) * 0x94D049BB133111EB) & mask
+    return state, z ^ (z >> 31)
+
+
+def encode_dropout(symbols: Sequence[str], merges: Sequence[tuple[str, str]], dropout: float,
+                   seed: int, continuing_subword_prefix: str | None = None) -> list[str]:
+    """BPE-dropout (Provilkov et al., 2020): at each step, walk the applicable merges in rank
+    order (on equal rank, leftmost first), skip each with probability ``dropout``, and apply the
+    first one kept; stop when every one was skipped. Draws are ``splitmix64(seed)``'s top 53
+    bits as a fraction, one per merge considered, so the core's encoder can be held equal.
+
+    >>> [encode_dropout(["a", "b"], [("a", "b")], p, seed=1) for p in (0.0, 1.0)]
+    [['ab'], ['a', 'b']]
+    """
+    ranks = {pair: i for i, pair in reversed(list(enumerate(merges)))}
+    symbols = list(symbols)
+    state = seed
+    while True:
+        candidates = sorted((ranks[p], i) for i, p in enumerate(zip(symbols, symbols[1:]))
+                            if p in ranks)
+        for _, i in candidates:
+            state, value = splitmix64(state)
+            if (value >> 11) / 2.0**53 >= dropout:  # kept: apply it, then start a new step
+                right = symbols[i + 1]
+                if continuing_subword_prefix and right.startswith(continuing_subword_prefix):
+                    right = right[len(continuing_subword_prefix):]
+                symbols[i:i + 2] = [symbols[i] + right]
+                break
+        else:
+            return symbols
+
+
 def trace_lines(steps: Sequence[tuple[str, str, str, int]]) -> list[str]:
     """The teaching trace, one line per merge.
 

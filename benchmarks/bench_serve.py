@@ -1,0 +1,235 @@
+"""Encoding's other measurements (issue 7), tokenmill vs tiktoken in one run, ratios printed:
+
+- hostile inputs (1 MB of "a", random letters, digits, a base64 blob, one CJK character
+  repeated) at 100 kB and 1 MB: how time grows with size, and tokenmill against tiktoken;
+- decode throughput on the ids of English and Chinese text (MB/s of text produced);
+- batch encoding on every core against tokenmill's own single thread;
+- ``tokenmill encode-corpus`` end to end at two corpus sizes: MB/s and peak memory.
+
+    python benchmarks/bench_serve.py --repeats 3 --json bench_serve.json
+
+Every measurement runs in a fresh process (this script with ``--worker``), each engine alone;
+figures are medians over ``--repeats`` runs, engines alternating. A run that passes
+``--timeout`` seconds is reported as such.
+"""
+
+from __future__ import annotations
+
+import argparse
+import base64
+import json
+import os
+import random
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+from bench_bpe import DEFAULT_DATA, MB, log, machine_info
+from bench_encode import chinese, english, tiktoken_encoding
+
+ENCODINGS = ("cl100k_base", "o200k_base")
+HOSTILE = ("a", "letters", "digits", "base64", "cjk")
+SIZES = (100_000, 1_000_000)
+NA = float("nan")  # a row with one figure only
+
+
+def hostile_text(kind: str, size: int) -> str:
+    """``size`` bytes of one of the inputs that make naive BPE super-linear."""
+    rnd = random.Random(size)
+    if kind == "a":
+        return "a" * size
+    if kind == "letters":
+        return "".join(rnd.choices("abcdefghijklmnopqrstuvwxyz", k=size))
+    if kind == "digits":
+        return "".join(rnd.choices("0123456789", k=size))
+    if kind == "base64":
+        return base64.b64encode(rnd.randbytes(size * 3 // 4)).decode("ascii")[:size]
+    return "中" * (size // 3)  # three bytes each
+
+
+def open_encoding(engine: str, data: Path, name: str) -> Any:
+    if engine == "tokenmill":
+        import tokenmill
+
+        return tokenmill.load(name, path=data / "tokenizers" / "tiktoken")
+    return tiktoken_encoding(data, name)
+
+
+# -- workers ---------------------------------------------------------------------------------
+
+def worker_hostile(spec: dict[str, Any]) -> dict[str, Any]:
+    enc = open_encoding(spec["engine"], Path(spec["data"]), spec["encoding"])
+    enc.encode_ordinary("x")
+    text = hostile_text(spec["kind"], spec["size"])
+    t0 = time.perf_counter()
+    ids = enc.encode_ordinary(text)
+    return {"s": time.perf_counter() - t0, "tokens": len(ids)}
+
+
+def worker_decode(spec: dict[str, Any]) -> dict[str, Any]:
+    """Decode every document's ids (encoded beforehand, not timed), twice; the faster pass."""
+    enc = open_encoding(spec["engine"], Path(spec["data"]), spec["encoding"])
+    docs = json.loads(Path(spec["docs"]).read_text(encoding="utf-8"))
+    ids = [enc.encode_ordinary(d) for d in docs]
+    size = sum(len(d.encode("utf-8")) for d in docs)
+    best = float("inf")
+    for _ in range(2):
+        t0 = time.perf_counter()
+        out = [enc.decode(x) for x in ids]
+        best = min(best, time.perf_counter() - t0)
+    assert out == docs, "decode did not give the text back"
+    return {"mb_s": size / MB / best}
+
+
+def worker_threads(spec: dict[str, Any]) -> dict[str, Any]:
+    enc = open_encoding("tokenmill", Path(spec["data"]), spec["encoding"])
+    docs = json.loads(Path(spec["docs"]).read_text(encoding="utf-8"))
+    enc.encode_ordinary("x")
+    size = sum(len(d.encode("utf-8")) for d in docs)
+    t0 = time.perf_counter()
+    enc.encode_ordinary_batch(docs, num_threads=spec["threads"])
+    return {"mb_s": size / MB / (time.perf_counter() - t0)}
+
+
+WORKERS = {"hostile": worker_hostile, "decode": worker_decode, "threads": worker_threads}
+
+
+# -- driver ----------------------------------------------------------------------------------
+
+def run_worker(spec: dict[str, Any], timeout: float) -> dict[str, Any] | None:
+    """One measurement in a fresh interpreter; None if it ran out of time."""
+    env = dict(os.environ, TIKTOKEN_CACHE_DIR="")
+    try:
+        proc = subprocess.run([sys.executable, __file__, "--worker", json.dumps(spec)], env=env,
+                              capture_output=True, text=True, check=False, timeout=timeout)
+    except subprocess.TimeoutExpired:
+        return None
+    if proc.returncode != 0:
+        raise SystemExit(f"worker {spec} failed:\n{proc.stderr}")
+    return json.loads(proc.stdout.strip().splitlines()[-1])
+
+
+def medians(args: argparse.Namespace, spec: dict[str, Any], key: str,
+            engines: tuple[str, ...] = ("tokenmill", "tiktoken")) -> dict[str, float | None]:
+    """The median of ``key`` per engine over the repeats (engines alternating); None if any
+    run timed out."""
+    runs: dict[str, list[float | None]] = {e: [] for e in engines}
+    for r in range(args.repeats):
+        for engine in engines if r % 2 == 0 else engines[::-1]:
+            result = run_worker({**spec, "engine": engine}, args.timeout)
+            runs[engine].append(None if result is None else result[key])
+    return {e: None if None in v else statistics.median(v) for e, v in runs.items()}
+
+
+def encode_corpus_run(args: argparse.Namespace, corpus: Path, out: Path) -> dict[str, float]:
+    """``tokenmill encode-corpus`` in a child process that reports its own peak RSS."""
+    code = ("import atexit, sys; from tokenmill.cli import main\n"
+            "def peak():\n"
+            "    for line in open('/proc/self/status'):\n"
+            "        if line.startswith('VmHWM:'): print('PEAK', int(line.split()[1]) / 1024)\n"
+            "atexit.register(peak)\n"
+            "sys.exit(main(sys.argv[1:]))")
+    ranks = str(args.data / "tokenizers" / "tiktoken")
+    t0 = time.perf_counter()
+    proc = subprocess.run([sys.executable, "-c", code, "encode-corpus", str(corpus), "-t",
+                           "cl100k_base", "--ranks", ranks, "--separator", "<|endoftext|>",
+                           "-o", str(out), "--quiet"], capture_output=True, text=True,
+                          check=True)
+    seconds = time.perf_counter() - t0
+    peak = float(proc.stdout.split("PEAK")[-1])
+    return {"s": seconds, "mb_s": corpus.stat().st_size / MB / seconds, "peak_mib": peak}
+
+
+def benchmark(args: argparse.Namespace, work: Path) -> dict[str, Any]:
+    base = {"data": str(args.data)}
+    rows: list[tuple[str, str, float | None, float | None]] = []
+    for name in ENCODINGS:
+        for kind in HOSTILE:
+            t = {size: medians(args, {**base, "task": "hostile", "encoding": name, "kind": kind,
+                                      "size": size}, "s") for size in SIZES}
+            for engine in ("tokenmill", "tiktoken"):
+                small, big = t[SIZES[0]][engine], t[SIZES[1]][engine]
+                log(f"{name} {kind:8} {engine:9} 100 kB {small} s, 1 MB {big} s")
+            tm, tt = t[SIZES[1]]["tokenmill"], t[SIZES[1]]["tiktoken"]
+            rows.append((f"{name}, {kind}", "1 MB / 100 kB time, tokenmill (<= 12)",
+                         tm, t[SIZES[0]]["tokenmill"]))
+            rows.append((f"{name}, {kind}", "1 MB / 100 kB time, tiktoken",
+                         tt, t[SIZES[0]]["tiktoken"]))
+            rows.append((f"{name}, {kind}", "1 MB: tiktoken s / tokenmill s (>= 10)", tt, tm))
+    docs = {"english": english(args.data, int(args.decode_mb * MB))[0],
+            "chinese": chinese(args.data, int(args.decode_mb * MB))[0]}
+    for lang, texts in docs.items():
+        path = work / f"{lang}.json"
+        path.write_text(json.dumps(texts), encoding="utf-8")
+        for name in ENCODINGS:
+            m = medians(args, {**base, "task": "decode", "encoding": name, "docs": str(path)},
+                        "mb_s")
+            log(f"decode {name} {lang}: {m}")
+            rows.append((f"decode {name}, {lang}", "MB/s: tokenmill / tiktoken (>= 1)",
+                         m["tokenmill"], m["tiktoken"]))
+    cores = len(os.sched_getaffinity(0))
+    for name in ENCODINGS:
+        spec = {**base, "task": "threads", "encoding": name, "docs": str(work / "english.json")}
+        one = medians(args, {**spec, "threads": 1}, "mb_s", ("tokenmill",))["tokenmill"]
+        many = medians(args, {**spec, "threads": cores}, "mb_s", ("tokenmill",))["tokenmill"]
+        log(f"threads {name}: 1 -> {one} MB/s, {cores} -> {many} MB/s")
+        rows.append((f"batch {name}, english", f"MB/s: {cores} threads / 1 (>= 1.7)", many, one))
+    lines = [line for t in docs["english"] for line in t.split("\n")]
+    for mb in args.corpus_mb:
+        corpus = work / f"corpus{mb}.txt"
+        with open(corpus, "w", encoding="utf-8") as f:
+            written = 0
+            while written < mb * MB:
+                block = "\n".join(lines) + "\n"
+                f.write(block)
+                written += len(block.encode("utf-8"))
+        result = encode_corpus_run(args, corpus, work / f"corpus{mb}.bin")
+        log(f"encode-corpus {mb} MB: {result}")
+        rows.append((f"encode-corpus, {mb} MB", "MB/s", result["mb_s"], NA))
+        rows.append((f"encode-corpus, {mb} MB", "peak RSS, MiB", result["peak_mib"], NA))
+        corpus.unlink()
+    return {"rows": rows, "machine": machine_info(), "args": {
+        k: str(v) if isinstance(v, Path) else v for k, v in vars(args).items()}}
+
+
+def format_rows(rows: list[tuple[str, str, float | None, float | None]]) -> str:
+    """A Markdown table; a run that timed out shows as "timeout"."""
+    def cell(x: float | None) -> str:
+        return "timeout" if x is None else "" if x is NA else f"{x:.3g}"
+
+    out = ["| measurement | metric | a | b | a / b |", "| --- | --- | --- | --- | --- |"]
+    for section, metric, a, b in rows:
+        ratio = "" if a is None or b is None or b is NA else f"{a / b:.2f}"
+        out.append(f"| {section} | {metric} | {cell(a)} | {cell(b)} | {ratio} |")
+    return "\n".join(out)
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("--data", type=Path, default=DEFAULT_DATA)
+    p.add_argument("--repeats", type=int, default=3)
+    p.add_argument("--timeout", type=float, default=120.0, help="seconds per run")
+    p.add_argument("--decode-mb", type=float, default=2.0, help="text per language to decode")
+    p.add_argument("--corpus-mb", type=int, nargs="+", default=[25, 100],
+                   help="encode-corpus sizes, MB (default 25 100)")
+    p.add_argument("--json", type=Path)
+    p.add_argument("--worker", help=argparse.SUPPRESS)
+    args = p.parse_args(argv)
+    if args.worker:
+        spec = json.loads(args.worker)
+        print(json.dumps(WORKERS[spec["task"]](spec)))
+        return 0
+    with tempfile.TemporaryDirectory() as tmp:
+        result = benchmark(args, Path(tmp))
+    print(format_rows(result["rows"]))
+    if args.json:
+        args.json.write_text(json.dumps(result, indent=2))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,132 @@
+// Long pieces (a megabyte of one letter, a blob with no space): merging in linear time; and
+// decoding byte-level ids back to bytes.
+//
+// In a vocabulary whose merges only ever join tokens made by lower-ranked merges (or single
+// symbols), as every trained vocabulary and every tiktoken file does (the constructor checks),
+// applying a merge can only create pairs of higher rank. The ranks still to apply therefore
+// only grow: each candidate pair waits in a bucket for its rank, and one walk up the ranks
+// applies them, each bucket leftmost first. That is the order the heap gives, without its
+// O(log n) memory-scattered steps, which on a million symbols made time grow faster than size.
+
+#include <algorithm>
+
+#include "tokenmill/bpe.h"
+
+namespace tokenmill {
+
+bool merges_build_up(const std::vector<Merge>& merges) {
+  uint32_t max_id = 0;
+  for (const Merge& m : merges) max_id = std::max({max_id, m.left, m.right, m.result});
+  // made_by[id]: 1 + the highest rank of a merge that makes id (0: none does)
+  std::vector<uint32_t> made_by(std::size_t{max_id} + 1, 0);
+  for (std::size_t r = 0; r < merges.size(); ++r) {
+    made_by[merges[r].result] = static_cast<uint32_t>(r + 1);
+  }
+  for (std::size_t r = 0; r < merges.size(); ++r) {
+    if (made_by[merges[r].left] > r || made_by[merges[r].right] > r) return false;
+  }
+  return true;
+}
+
+void BPEModel::apply_merges_buckets(std::vector<Symbol>& syms, PairCacheEntry* cache) const {
+  struct Candidate {
+    uint32_t left;
+    uint32_t right;
+    uint32_t left_id;
+    uint32_t right_id;
+    uint32_t next;  // the next candidate of the same rank
+  };
+  // One 16-byte node per symbol, so visiting a symbol is one cache miss, not one per array.
+  struct Node {
+    uint32_t id;
+    uint32_t end;
+    uint32_t next;
+    uint32_t prev;  // kDead once merged into its left neighbour
+  };
+  constexpr uint32_t kEnd = ~uint32_t{0};
+  constexpr uint32_t kDead = ~uint32_t{0} - 1;
+  const std::size_t n = syms.size();
+  const auto none = static_cast<uint32_t>(n);
+  std::vector<Node> nodes(n);
+  for (std::size_t i = 0; i < n; ++i) {
+    nodes[i] = {syms[i].id, syms[i].end, static_cast<uint32_t>(i + 1),
+                i == 0 ? none : static_cast<uint32_t>(i - 1)};
+  }
+  std::vector<uint32_t> bucket(merge_count_, kEnd);  // rank -> its latest candidate
+  std::vector<Candidate> pool;
+  pool.reserve(n);
+  uint32_t lowest = kEnd;
+  uint32_t highest = 0;
+  auto consider = [&](uint32_t left, uint32_t right) {
+    if (left == none || right == none) return;
+    uint32_t rank = 0;
+    uint32_t result = 0;
+    if (!find_merge(nodes[left].id, nodes[right].id, rank, result, cache)) return;
+    pool.push_back({left, right, nodes[left].id, nodes[right].id, bucket[rank]});
+    bucket[rank] = static_cast<uint32_t>(pool.size() - 1);
+    lowest = std::min(lowest, rank);
+    highest = std::max(highest, rank);
+  };
+  for (std::size_t i = 0; i + 1 < n; ++i) {
+    consider(static_cast<uint32_t>(i), static_cast<uint32_t>(i + 1));
+  }
+  std::vector<uint32_t> due;
+  for (uint32_t rank = lowest; lowest != kEnd && rank <= highest; ++rank) {
+    due.clear();
+    for (uint32_t c = bucket[rank]; c != kEnd; c = pool[c].next) due.push_back(c);
+    if (due.empty()) continue;
+    bucket[rank] = kEnd;
+    std::sort(due.begin(), due.end(),
+              [&](uint32_t a, uint32_t b) { return pool[a].left < pool[b].left; });
+    for (uint32_t k : due) {
+      const Candidate c = pool[k];
+      Node& left = nodes[c.left];
+      if (left.prev == kDead || left.next != c.right || left.id != c.left_id ||
+          nodes[c.right].id != c.right_id) {
+        continue;  // a neighbour merged first
+      }
+      uint32_t r = 0;
+      uint32_t result = 0;
+      find_merge(c.left_id, c.right_id, r, result, cache);
+      Node& right = nodes[c.right];
+      left.id = result;
+      left.end = right.end;
+      left.next = right.next;
+      right.prev = kDead;
+      if (left.next != none) nodes[left.next].prev = c.left;
+      consider(left.prev, c.left);  // both rank above `rank`: later buckets
+      consider(c.left, left.next);
+    }
+  }
+  std::size_t out = 0;
+  for (std::size_t i = 0; i < n; ++i) {
+    if (nodes[i].prev != kDead) syms[out++] = {nodes[i].id, syms[i].start, nodes[i].end};
+  }
+  syms.resize(out);
+}
+
+std::size_t BPEModel::decode_bytes(const std::vector<uint32_t>& ids,
+                                   const std::vector<uint32_t>& skip,
+                                   const std::vector<uint32_t>& stop, std::string& out) const {
+  // The id -> bytes table costs 16 bytes an id: built when first needed, not at load.
+  std::call_once(decode_once_, [this] {
+    vocab_.for_each([this](std::string_view token, uint32_t id) {
+      if (id >= token_of_id_.size()) token_of_id_.resize(std::size_t{id} + 1);
+      token_of_id_[id] = token;
+    });
+  });
+  auto listed = [](const std::vector<uint32_t>& sorted, uint32_t id) {
+    return !sorted.empty() && std::binary_search(sorted.begin(), sorted.end(), id);
+  };
+  for (std::size_t k = 0; k < ids.size(); ++k) {
+    const uint32_t id = ids[k];
+    if (listed(skip, id)) continue;
+    if (id >= token_of_id_.size() || token_of_id_[id].data() == nullptr || listed(stop, id)) {
+      return k;
+    }
+    out.append(token_of_id_[id]);
+  }
+  return ids.size();
+}
+
+}  // namespace tokenmill
