@@ -97,8 +97,8 @@ class BPE(VocabLookups):
         t = self._triples
         return [(by_id[t[k]], by_id[t[k + 1]]) for k in range(0, len(t), 3)]
 
-    @functools.cached_property
-    def _id_to_token(self) -> dict[int, str]:
+    @functools.cached_property  # built lazily here; VocabLookups declares it as a plain field
+    def _id_to_token(self) -> dict[int, str]:  # type: ignore[override]
         return {i: t for t, i in self.vocab.items()}
 
     @functools.cached_property
