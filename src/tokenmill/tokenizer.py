@@ -155,10 +155,11 @@ class Tokenizer:
         if allowed_special is None and disallowed_special is None \
                 and self.special_tokens_in_text == "match":
             return self._added
-        specials = {t.content for t in self._added.tokens if t.special}
+        # Built once per vocabulary: a .model file can have hundreds of control pieces.
+        specials = self._added.special_contents
         if allowed_special is None and disallowed_special is None:
-            allowed: set[str] = set()
-            disallowed: set[str] = specials
+            allowed: Set[str] = set()
+            disallowed: Set[str] = specials
         else:
             allowed = specials if allowed_special == "all" else set(allowed_special or ())
             unknown = allowed - specials
