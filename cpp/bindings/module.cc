@@ -24,6 +24,8 @@
 #include "tokenmill/ranks_file.h"
 #include "tokenmill/wordpiece.h"
 #include "tokenmill/wordpiece_trainer.h"
+#include "tokenmill/sp_normalizer.h"
+#include "tokenmill/unigram.h"
 
 namespace nb = nanobind;
 using namespace nb::literals;
@@ -525,4 +527,151 @@ NB_MODULE(_core, m) {
   m.def("bert_encode_batch", &bert_encode_batch, "model"_a, "pipeline"_a, "texts"_a,
         "threads"_a, "with_offsets"_a);
   // ---- end WordPiece -----------------------------------------------------------------------------
+  // ---- Unigram LM and SentencePiece (issue 5) -----------------------------------------------
+  using tokenmill::UnigramModel;
+  // [id, word index, start, end] per token of each word, as BPEModel.encode_words.
+  auto flatten = [](const std::vector<std::string>& words, auto&& encode) {
+    std::vector<uint32_t> flat;
+    std::vector<tokenmill::TokenSpan> spans;
+    for (std::size_t w = 0; w < words.size(); ++w) {
+      spans.clear();
+      encode(words[w], spans);
+      for (const auto& s : spans) flat.insert(flat.end(), {s.id, static_cast<uint32_t>(w), s.start, s.end});
+    }
+    return flat;
+  };
+  nb::class_<UnigramModel>(m, "UnigramModel")
+      .def(
+          "__init__",
+          [](UnigramModel* self, const std::vector<std::string>& pieces,
+             const std::vector<double>& scores, const nb::bytes& kinds, int64_t unk_id,
+             bool byte_fallback, bool float32_sums) {
+            tokenmill::UnigramOptions opt;
+            opt.unk_id = unk_id;
+            opt.byte_fallback = byte_fallback;
+            opt.float32_sums = float32_sums;
+            const auto* k = reinterpret_cast<const uint8_t*>(kinds.c_str());
+            new (self) UnigramModel(pieces, scores, std::vector<uint8_t>(k, k + kinds.size()), opt);
+          },
+          "pieces"_a, "scores"_a, "kinds"_a, "unk_id"_a, "byte_fallback"_a,
+          "float32_sums"_a = false)
+      .def(
+          "encode_words",
+          [flatten](const UnigramModel& model, const std::vector<std::string>& words) {
+            nb::gil_scoped_release release;
+            return flatten(words, [&](const std::string& w, auto& out) { model.encode_word(w, out); });
+          },
+          "words"_a)
+      .def(
+          "sample_words",
+          [flatten](const UnigramModel& model, const std::vector<std::string>& words, double alpha,
+                    int64_t nbest_size, uint64_t seed) {
+            nb::gil_scoped_release release;
+            uint64_t rng = seed;
+            return flatten(words, [&](const std::string& w, auto& out) {
+              model.sample(w, alpha, nbest_size, rng, out);
+            });
+          },
+          "words"_a, "alpha"_a, "nbest_size"_a, "seed"_a)
+      .def(
+          "nbest",
+          [](const UnigramModel& model, const std::string& word, std::size_t n) {
+            std::vector<tokenmill::Segmentation> list;
+            {
+              nb::gil_scoped_release release;
+              list = model.nbest(word, n);
+            }
+            std::vector<std::tuple<std::vector<uint32_t>, double>> out;
+            for (const auto& s : list) {
+              std::vector<uint32_t> flat;
+              for (const auto& t : s.tokens) flat.insert(flat.end(), {t.id, 0u, t.start, t.end});
+              out.emplace_back(std::move(flat), s.score);
+            }
+            return out;
+          },
+          "word"_a, "n"_a);
+  m.def(
+      "unigram_seed",
+      [](const std::vector<std::string>& words, const std::vector<uint64_t>& counts,
+         std::size_t max_chars, std::size_t seed_size, const std::vector<uint32_t>& chars,
+         const std::vector<uint32_t>& classes) {
+        std::vector<std::string> pieces;
+        std::vector<double> freqs;
+        {
+          nb::gil_scoped_release release;
+          std::unordered_map<uint32_t, uint32_t> scripts;
+          for (std::size_t i = 0; i < chars.size() && i < classes.size(); ++i) scripts[chars[i]] = classes[i];
+          tokenmill::seed_pieces(words, counts, max_chars, seed_size, scripts, pieces, freqs);
+        }
+        return nb::make_tuple(pieces, freqs);
+      },
+      "words"_a, "counts"_a, "max_chars"_a, "seed_size"_a, "chars"_a, "classes"_a);
+  m.def(
+      "unigram_e_step",
+      [](const UnigramModel& model, const std::vector<std::string>& words,
+         const std::vector<uint64_t>& counts, std::size_t threads) {
+        std::vector<double> expected;
+        double log_z;
+        {
+          nb::gil_scoped_release release;
+          log_z = tokenmill::e_step(model, words, counts, threads, expected);
+        }
+        return nb::make_tuple(expected, log_z);
+      },
+      "model"_a, "words"_a, "counts"_a, "threads"_a);
+  m.def(
+      "unigram_prune_losses",
+      [](const UnigramModel& model, const std::vector<std::string>& words,
+         const std::vector<uint64_t>& counts, std::size_t threads) {
+        nb::gil_scoped_release release;
+        return tokenmill::prune_losses(model, words, counts, threads);
+      },
+      "model"_a, "words"_a, "counts"_a, "threads"_a);
+  m.def(
+      "unigram_m_step",
+      [](const std::vector<double>& expected, const std::vector<uint8_t>& keep, double threshold) {
+        nb::gil_scoped_release release;
+        return tokenmill::m_step(expected, keep, threshold);
+      },
+      "expected"_a, "keep"_a, "threshold"_a);
+  nb::class_<tokenmill::SentencePieceNormalizer>(m, "SentencePieceNormalizer")
+      .def(
+          "__init__",
+          [](tokenmill::SentencePieceNormalizer* self, const nb::bytes& charsmap,
+             const std::vector<std::string>& user_defined, bool add_dummy_prefix,
+             bool remove_extra_whitespaces, bool escape_whitespaces) {
+            tokenmill::SentencePieceNormalizerOptions opt;
+            opt.add_dummy_prefix = add_dummy_prefix;
+            opt.remove_extra_whitespaces = remove_extra_whitespaces;
+            opt.escape_whitespaces = escape_whitespaces;
+            new (self) tokenmill::SentencePieceNormalizer(
+                std::string(charsmap.c_str(), charsmap.size()), user_defined, opt);
+          },
+          "charsmap"_a, "user_defined"_a, "add_dummy_prefix"_a, "remove_extra_whitespaces"_a,
+          "escape_whitespaces"_a)
+      .def(
+          "normalize",
+          [](const tokenmill::SentencePieceNormalizer& self, const std::string& text) {
+            std::string out;
+            std::vector<uint32_t> starts, ends;
+            {
+              nb::gil_scoped_release release;
+              self.normalize(text, out, starts, ends);
+            }
+            return nb::make_tuple(out, starts, ends);
+          },
+          "text"_a)
+      .def(
+          "normalize_batch",
+          [](const tokenmill::SentencePieceNormalizer& self, const std::vector<std::string>& texts) {
+            std::vector<std::string> out(texts.size());
+            {
+              nb::gil_scoped_release release;
+              std::vector<uint32_t> starts, ends;
+              for (std::size_t i = 0; i < texts.size(); ++i) self.normalize(texts[i], out[i], starts, ends);
+            }
+            return out;
+          },
+          "texts"_a);
+  // ---- end of Unigram LM and SentencePiece ----------------------------------------------------
 }

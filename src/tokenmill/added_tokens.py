@@ -86,6 +86,7 @@ class AddedVocabulary:
         self.by_content = {t.content: t for t in self.tokens}
         self.by_id = {t.id: t for t in self.tokens}
         self.special_ids = frozenset(t.id for t in self.tokens if t.special)
+        self.special_contents = frozenset(t.content for t in self.tokens if t.special)
         # For the core's decoding: ids it leaves out (specials, when skipped), and added ids it
         # must leave to the general path (their text is their own): by skip_special_tokens.
         specials = sorted(self.special_ids)

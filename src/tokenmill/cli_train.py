@@ -24,14 +24,17 @@ from tokenmill.corpus import ReadStats, expand_inputs, iter_documents
 from tokenmill.errors import InputError
 from tokenmill.formats import counts as count_files
 from tokenmill.models.bpe import BPE
+from tokenmill.models.unigram import Unigram
 from tokenmill.models.wordpiece import WordPiece
 from tokenmill.tokenizer import Tokenizer
 from tokenmill.trainers.bpe import BPETrainer
+from tokenmill.trainers.unigram import UnigramTrainer
 from tokenmill.trainers.wordpiece import WordPieceTrainer
 
 # The trainer of each --model, the one place a model is added to the CLI. The flags are the union
 # of their options; a flag left out takes the chosen trainer's own default.
-TRAINERS: dict[str, type[Any]] = {"bpe": BPETrainer, "wordpiece": WordPieceTrainer}
+TRAINERS: dict[str, type[Any]] = {"bpe": BPETrainer, "wordpiece": WordPieceTrainer,
+                                  "unigram": UnigramTrainer}
 
 # Flags that are not a plain "--name VALUE" of a trainer, or that the CLI sets itself.
 _SPECIAL_FLAGS = {"special_tokens", "initial_alphabet", "show_progress", "vocab_size",
@@ -76,7 +79,8 @@ def _trainer_flags(p: argparse.ArgumentParser) -> None:
     for name, entries in fields.items():
         if name in _SPECIAL_FLAGS:
             continue
-        kind = int if "int" in str(entries[0][1].type) else str
+        declared = str(entries[0][1].type)
+        kind = float if "float" in declared else int if "int" in declared else str
         p.add_argument("--" + name.replace("_", "-"), type=kind, help=help_of(name))
 
 
@@ -159,6 +163,11 @@ def _pipeline(args: argparse.Namespace) -> Tokenizer:
                          pre_tokenizer=bert.BertPreTokenizer(), decoder=bert.WordPieceDecoder())
     if not args.lowercase:
         raise InputError("--no-lowercase is for --model wordpiece")
+    if args.model == "unigram":  # SentencePiece's way with spaces
+        if args.byte_level:
+            raise InputError("--byte-level is for --model bpe; unigram marks spaces with ▁")
+        return Tokenizer(Unigram([("<unk>", 0.0)], unk_id=0),
+                         pre_tokenizer=pre_tokenizers.Metaspace(), decoder=decoders.Metaspace())
     tok = Tokenizer(BPE({}, []))
     if args.byte_level:
         tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False, use_regex=True)
@@ -275,6 +284,10 @@ def _train_command(args: argparse.Namespace) -> int:
         counts = _count(args, tok, stats)
     counts, dropped_distinct, dropped_total = _limit(args, counts)
     phases.done("counting")
+    if args.trace and args.model == "unigram":
+        raise InputError("--trace prints merges; --model unigram learns none")
+    if args.model == "unigram" and tok.decoder is None:  # trained from a count file
+        tok.decoder = decoders.Metaspace()
     byte_level = isinstance(tok.pre_tokenizer, pre_tokenizers.ByteLevel)
     alphabet = list(dict.fromkeys(args.initial_alphabet or ""))
     if byte_level:
@@ -297,7 +310,8 @@ def _train_command(args: argparse.Namespace) -> int:
     dropped = f"; --max-distinct dropped {dropped_distinct} distinct pre-tokens " \
               f"({dropped_total} occurrences)" if args.max_distinct else ""
     model = TRAINERS[args.model].__name__.removesuffix("Trainer")
-    _report(args, f"trained {model}: vocab {tok.get_vocab_size()}, {len(result.steps)} merges, "
+    merges = f"{len(result.steps)} merges, " if hasattr(result, "steps") else ""
+    _report(args, f"trained {model}: vocab {tok.get_vocab_size()}, {merges}"
                   f"alphabet {result.alphabet_size}, {len(counts)} distinct pre-tokens{read}"
                   f"{dropped}; wrote {args.output} (fingerprint {tok.fingerprint()[:16]})\n"
                   f"{phases.line()}")

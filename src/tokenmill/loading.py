@@ -21,6 +21,7 @@ def load(name_or_path: str | os.PathLike[str], *,
     - ``load("dir/")`` with ``vocab.json`` and ``merges.txt`` in it: a GPT-2 style BPE;
     - ``load("vocab.txt")``, or a folder with only that: a BERT WordPiece tokenizer, uncased as
       ``BertWordPieceTokenizer`` (``tokenmill.formats.bert_vocab.load`` takes the options).
+    - ``load("spiece.model")``: a SentencePiece model file (Unigram or BPE).
     """
     name = os.fspath(name_or_path)
     if name in tiktoken.PRESETS:
@@ -38,6 +39,10 @@ def load(name_or_path: str | os.PathLike[str], *,
     if p.suffix == ".tiktoken":
         raise InputError(f"{p}: a .tiktoken file needs its pattern: load(PRESET, path={str(p)!r})"
                          f" with PRESET one of {', '.join(sorted(tiktoken.PRESETS))}")
+    if p.suffix == ".model" and p.is_file():
+        from tokenmill.formats import sentencepiece
+
+        return sentencepiece.load(p)
     if not p.exists():
         if os.sep not in name and "." not in name:
             raise InputError(f"unknown preset {name!r}; expected one of "

@@ -20,6 +20,7 @@ from tokenmill.decoders import ByteLevel as ByteLevelDecoder
 from tokenmill.encoding import Encoding, Padding, Truncation
 from tokenmill.errors import InputError
 from tokenmill.models.bpe import BPE
+from tokenmill.models.unigram import Unigram
 from tokenmill.models.wordpiece import WordPiece
 from tokenmill.normalized import NormalizedString
 from tokenmill.pre_tokenizers import native_counting, spell_bytes, unicode_to_bytes
@@ -29,7 +30,7 @@ if TYPE_CHECKING:
 
 Special = Literal["all"] | Set[str] | Sequence[str]
 # The models a Tokenizer can hold.
-Model = BPE | WordPiece
+Model = BPE | WordPiece | Unigram
 
 
 class _Result(Protocol):
@@ -41,7 +42,7 @@ R = TypeVar("R", bound=_Result, covariant=True)
 
 
 class Trainer(Protocol[R]):
-    """What training needs of a trainer (BPETrainer, WordPieceTrainer): its special tokens, and
+    """What training needs of a trainer (BPE, WordPiece, Unigram): its special tokens, and
     a result holding the model."""
 
     @property
@@ -173,10 +174,11 @@ class Tokenizer:
         if allowed_special is None and disallowed_special is None \
                 and self.special_tokens_in_text == "match":
             return self._added
-        specials = {t.content for t in self._added.tokens if t.special}
+        # Built once per vocabulary: a .model file can have hundreds of control pieces.
+        specials = self._added.special_contents
         if allowed_special is None and disallowed_special is None:
-            allowed: set[str] = set()
-            disallowed: set[str] = specials
+            allowed: Set[str] = set()
+            disallowed: Set[str] = specials
         else:
             allowed = specials if allowed_special == "all" else set(allowed_special or ())
             unknown = allowed - specials
@@ -525,9 +527,10 @@ class Tokenizer:
              hf_compatible: bool = False) -> None:
         """Write ``tokenizer.json`` atomically. With ``hf_compatible=True`` it is an error to
         save what Hugging Face ``tokenizers`` could not read with the same ids."""
-        if hf_compatible and self.model.hf_compatible is not None:
-            raise InputError(f"cannot export to the Hugging Face schema: "
-                             f"{self.model.hf_compatible}")
+        # A component that Hugging Face cannot read says why in its hf_compatible.
+        reason = self.model.hf_compatible or getattr(self.normalizer, "hf_compatible", None)
+        if hf_compatible and reason is not None:
+            raise InputError(f"cannot export to the Hugging Face schema: {reason}")
         atomic_write_text(path, self.to_str(pretty) + "\n")
 
     @classmethod

@@ -175,10 +175,8 @@ def test_old_format_model_keeps_its_fields(shared_data):
 
 
 @pytest.mark.parametrize(("model", "message"), [
-    ({"type": "Unigram", "vocab": [["a", 0.0]]}, "model.type: Unigram models are not supported"),
     ({"type": "WordLevel", "vocab": {"a": 0}, "unk_token": "a"},
      "model.type: WordLevel models are not supported"),
-    ({"vocab": [["a", 0.0]]}, "model.type: missing; the fields are those of a Unigram model"),
     ({"vocab": {"a": 0}, "unk_token": "a"},
      "model.type: missing; the fields are those of a WordLevel model"),
     ({"vocab": {"a": 0}}, "model.type: missing, and the fields do not tell the model"),

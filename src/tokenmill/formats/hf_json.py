@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any
 # Imported for their registrations: the component classes of each "type" name.
 import tokenmill.bert  # noqa: F401
 import tokenmill.decoders  # noqa: F401
+import tokenmill.formats.sentencepiece  # noqa: F401  (its normalizers)
 import tokenmill.models  # noqa: F401
 import tokenmill.normalizers  # noqa: F401
 import tokenmill.pre_tokenizers  # noqa: F401
@@ -75,7 +76,7 @@ def from_dict(data: Any, source: str = "tokenizer") -> Tokenizer:
 
 
 # Model types of the schema that this version cannot run yet.
-_UNSUPPORTED_MODELS = ("Unigram", "WordLevel")
+_UNSUPPORTED_MODELS = ("WordLevel",)
 
 
 def _model(data: dict[str, Any], where: str) -> Any:
@@ -87,7 +88,7 @@ def _model(data: dict[str, Any], where: str) -> Any:
         what = "missing; the fields are those of a {} model, which is"
     if data["type"] in _UNSUPPORTED_MODELS:
         raise FormatError(f"{where}.type: {what.format(data['type'])} not supported yet (this "
-                          "version runs BPE and WordPiece models)")
+                          "version runs BPE, WordPiece and Unigram models)")
     return build("model", data, where)
 
 

@@ -116,21 +116,7 @@ class BPETrainer:
     def train_from_counts(self, counts: Mapping[str, int]) -> TrainResult:
         """Learn merges from a mapping word -> count (words are pre-tokens; pairs never
         cross them). Words are taken in the mapping's order, which ``first_seen`` uses."""
-        words: list[str] = []
-        freqs: list[int] = []
-        for word, count in counts.items():
-            if not isinstance(word, str):
-                raise InputError(f"words must be strings, got {type(word).__name__}: {word!r}")
-            if isinstance(count, bool) or not isinstance(count, int) or not 0 < count <= _MAX_COUNT:
-                raise InputError(f"count of {word!r} must be an integer in 1..2**64-1, "
-                                 f"got {count!r}")
-            if word:
-                words.append(word)
-                freqs.append(count)
-        if not words:
-            raise InputError("empty corpus: there are no words to train on")
-        for word in words:
-            check_text(word, f"word {word!r}")
+        words, freqs = words_and_counts(counts)
         bar = _progress_bar(self.num_merges) if self.show_progress else None
         try:
             vocab, merges, alphabet_size = _core.train_bpe(
@@ -153,6 +139,26 @@ class BPETrainer:
                     end_of_word_suffix=self.end_of_word_suffix,
                     end_of_word_marker=self.end_of_word_marker)
         return TrainResult(model, steps, alphabet_size)
+
+
+def words_and_counts(counts: Mapping[str, int]) -> tuple[list[str], list[int]]:
+    """The non-empty words of ``counts`` and their counts, in order, each checked."""
+    words: list[str] = []
+    freqs: list[int] = []
+    for word, count in counts.items():
+        if not isinstance(word, str):
+            raise InputError(f"words must be strings, got {type(word).__name__}: {word!r}")
+        if isinstance(count, bool) or not isinstance(count, int) or not 0 < count <= _MAX_COUNT:
+            raise InputError(f"count of {word!r} must be an integer in 1..2**64-1, "
+                             f"got {count!r}")
+        if word:
+            words.append(word)
+            freqs.append(count)
+    if not words:
+        raise InputError("empty corpus: there are no words to train on")
+    for word in words:
+        check_text(word, f"word {word!r}")
+    return words, freqs
 
 
 class _progress_bar:

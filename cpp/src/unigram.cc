@@ -1,0 +1,354 @@
+#include "tokenmill/unigram.h"
+
+#include <algorithm>
+#include <cfloat>
+#include <cmath>
+#include <limits>
+
+#include "tokenmill/error.h"
+#include "tokenmill/utf8.h"
+
+namespace tokenmill {
+
+namespace {
+
+// What sentencepiece charges for a character that no piece covers, below the lowest score.
+constexpr double kUnkPenalty = 10.0;
+// The value of a lookup entry that is only the prefix of some piece.
+constexpr uint32_t kPrefixOnly = 0xFFFFFFFFu;
+
+double log_add(double a, double b) {
+  if (a < b) std::swap(a, b);
+  if (b == -std::numeric_limits<double>::infinity()) return a;
+  return a + std::log1p(std::exp(b - a));
+}
+
+// splitmix64: a tiny generator whose sequence is the same on every platform (std::
+// distributions are not), so a seed reproduces a sample anywhere.
+uint64_t next_random(uint64_t& state) {
+  uint64_t z = (state += 0x9E3779B97F4A7C15ULL);
+  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ULL;
+  z = (z ^ (z >> 27)) * 0x94D049BB133111EBULL;
+  return z ^ (z >> 31);
+}
+
+double uniform(uint64_t& state) {
+  return static_cast<double>(next_random(state) >> 11) * 0x1.0p-53;
+}
+
+int hex_digit(char c) {
+  if (c >= '0' && c <= '9') return c - '0';
+  if (c >= 'A' && c <= 'F') return c - 'A' + 10;
+  return -1;
+}
+
+}  // namespace
+
+std::vector<double> UnigramModel::forward_mass(const std::vector<Edge>& edges, std::size_t len,
+                                               double scale) {
+  // Edges come in order of their start, so forward[start] is complete when an edge uses it.
+  std::vector<double> forward(len + 1, -std::numeric_limits<double>::infinity());
+  forward[0] = 0.0;
+  for (const Edge& e : edges) {
+    forward[e.end] = log_add(forward[e.end], forward[e.start] + scale * e.score);
+  }
+  return forward;
+}
+
+UnigramModel::UnigramModel(const std::vector<std::string>& pieces, const std::vector<double>& scores,
+                           const std::vector<uint8_t>& kinds, UnigramOptions options)
+    : pieces_(pieces), scores_(scores), options_(options) {
+  if (scores.size() != pieces.size() || kinds.size() != pieces.size()) {
+    throw Error("pieces, scores and kinds must have the same length");
+  }
+  if (options.unk_id >= static_cast<int64_t>(pieces.size())) throw Error("unk_id out of range");
+  for (auto& b : byte_ids_) b = -1;
+  // sentencepiece takes the extremes over NORMAL pieces only. A user-defined piece scores
+  // (its length in bytes) * (the best normal score) - 0.1, so it beats any split of itself.
+  double min_score = FLT_MAX;
+  double max_score = -FLT_MAX;
+  for (std::size_t i = 0; i < pieces.size(); ++i) {
+    if (kinds[i] == kNormal) {
+      min_score = std::min(min_score, scores[i]);
+      max_score = std::max(max_score, scores[i]);
+    }
+  }
+  if (min_score == FLT_MAX) min_score = max_score = 0.0;
+  unk_score_ = min_score - kUnkPenalty;
+  if (options.float32_sums) unk_score_ = static_cast<float>(unk_score_);
+  lookup_.reserve(pieces.size());
+  for (std::size_t i = 0; i < pieces.size(); ++i) {
+    const std::string& p = pieces[i];
+    const auto id = static_cast<uint32_t>(i);
+    if (kinds[i] == kNormal || kinds[i] == kUserDefined) {
+      if (p.empty() || id == kPrefixOnly) continue;
+      lookup_.insert(p, id);
+      max_chars_ = std::max(max_chars_, utf8_count(p));
+      if (kinds[i] == kUserDefined) {
+        scores_[i] = static_cast<double>(p.size()) * max_score - 0.1;
+        if (options.float32_sums) scores_[i] = static_cast<float>(scores_[i]);
+      }
+    } else if (kinds[i] == kByte && p.size() == 6 && p.compare(0, 3, "<0x") == 0 && p[5] == '>') {
+      const int hi = hex_digit(p[3]);
+      const int lo = hex_digit(p[4]);
+      if (hi >= 0 && lo >= 0 && byte_ids_[hi * 16 + lo] < 0) byte_ids_[hi * 16 + lo] = id;
+    }
+  }
+  // Then every proper prefix of a piece (pieces keep their ids: the map keeps the first value),
+  // so that a lattice stops extending a match as soon as no piece can start that way.
+  for (std::size_t i = 0; i < pieces.size(); ++i) {
+    if (kinds[i] != kNormal && kinds[i] != kUserDefined) continue;
+    const std::string& p = pieces[i];
+    for (std::size_t end = utf8_char_len(p, 0); end < p.size(); end += utf8_char_len(p, end)) {
+      lookup_.insert(std::string_view(p).substr(0, end), kPrefixOnly);
+    }
+  }
+}
+
+void UnigramModel::lattice(std::string_view word, std::vector<uint32_t>& chars,
+                           std::vector<Edge>& edges) const {
+  chars.clear();
+  edges.clear();
+  for (std::size_t i = 0; i < word.size(); i += utf8_char_len(word, i)) {
+    chars.push_back(static_cast<uint32_t>(i));
+  }
+  chars.push_back(static_cast<uint32_t>(word.size()));
+  const std::size_t n = chars.size() - 1;
+  for (std::size_t i = 0; i < n; ++i) {
+    bool single = false;
+    const std::size_t longest = std::min(max_chars_, n - i);
+    for (std::size_t len = 1; len <= longest; ++len) {
+      uint32_t id;
+      if (!lookup_.find(word.substr(chars[i], chars[i + len] - chars[i]), id)) break;
+      if (id != kPrefixOnly) {
+        edges.push_back({static_cast<uint32_t>(i), static_cast<uint32_t>(i + len), id, scores_[id]});
+        single = single || len == 1;
+      }
+    }
+    if (!single) {
+      if (options_.unk_id < 0) {
+        throw Error("the character at " + std::to_string(i) + " of '" + std::string(word) +
+                    "' is in no piece and the model has no unk");
+      }
+      edges.push_back({static_cast<uint32_t>(i), static_cast<uint32_t>(i + 1),
+                       static_cast<uint32_t>(options_.unk_id), unk_score_});
+    }
+  }
+}
+
+void UnigramModel::finish(std::string_view word, const std::vector<uint32_t>& chars,
+                          const std::vector<Edge>& path, std::vector<TokenSpan>& out) const {
+  const auto unk = static_cast<uint32_t>(options_.unk_id);
+  const std::size_t first = out.size();
+  for (const Edge& e : path) {
+    // Consecutive unknowns become one token, as in sentencepiece and Hugging Face.
+    if (options_.unk_id >= 0 && e.id == unk && out.size() > first && out.back().id == unk) {
+      out.back().end = e.end;
+    } else {
+      out.push_back({e.id, e.start, e.end});
+    }
+  }
+  if (!options_.byte_fallback || options_.unk_id < 0) return;
+  std::vector<TokenSpan> tokens(out.begin() + static_cast<std::ptrdiff_t>(first), out.end());
+  out.resize(first);
+  for (const TokenSpan& t : tokens) {
+    bool all = t.id == unk;
+    for (uint32_t b = chars[t.start]; all && b < chars[t.end]; ++b) {
+      all = byte_ids_[static_cast<unsigned char>(word[b])] >= 0;
+    }
+    if (!all) {
+      out.push_back(t);
+      continue;
+    }
+    // Each byte token keeps the span of the character it comes from.
+    for (uint32_t c = t.start; c < t.end; ++c) {
+      for (uint32_t b = chars[c]; b < chars[c + 1]; ++b) {
+        const auto id = static_cast<uint32_t>(byte_ids_[static_cast<unsigned char>(word[b])]);
+        out.push_back({id, c, c + 1});
+      }
+    }
+  }
+}
+
+template <typename Sum>
+bool UnigramModel::best_path(const std::vector<Edge>& edges, std::size_t n, int64_t exclude,
+                             std::vector<Edge>& path) const {
+  // Forward relaxation, edge by edge in lattice order, replacing only on a strictly better
+  // score: sentencepiece's and Hugging Face's order, so exact ties fall the same way.
+  std::vector<Sum> best(n + 1, Sum{0});
+  std::vector<int64_t> back(n + 1, -1);
+  for (std::size_t k = 0; k < edges.size(); ++k) {
+    const Edge& e = edges[k];
+    if (static_cast<int64_t>(e.id) == exclude) continue;
+    if (e.start != 0 && back[e.start] < 0) continue;
+    const Sum candidate = best[e.start] + static_cast<Sum>(e.score);
+    if (back[e.end] < 0 || candidate > best[e.end]) {
+      best[e.end] = candidate;
+      back[e.end] = static_cast<int64_t>(k);
+    }
+  }
+  path.clear();
+  if (n > 0 && back[n] < 0) return false;
+  for (std::size_t at = n; at > 0;) {
+    const Edge& e = edges[static_cast<std::size_t>(back[at])];
+    path.push_back(e);
+    at = e.start;
+  }
+  std::reverse(path.begin(), path.end());
+  return true;
+}
+
+void UnigramModel::encode_word(std::string_view word, std::vector<TokenSpan>& out) const {
+  if (word.empty()) return;
+  std::vector<uint32_t> chars;
+  std::vector<Edge> edges;
+  lattice(word, chars, edges);
+  std::vector<Edge> path;
+  if (options_.float32_sums) {
+    best_path<float>(edges, chars.size() - 1, -1, path);
+  } else {
+    best_path<double>(edges, chars.size() - 1, -1, path);
+  }
+  finish(word, chars, path, out);
+}
+
+bool UnigramModel::viterbi_ids(std::string_view word, int64_t exclude,
+                               std::vector<uint32_t>& ids) const {
+  ids.clear();
+  if (word.empty()) return true;
+  std::vector<uint32_t> chars;
+  std::vector<Edge> edges;
+  lattice(word, chars, edges);
+  std::vector<Edge> path;
+  if (!best_path<double>(edges, chars.size() - 1, exclude, path)) return false;
+  for (const Edge& e : path) ids.push_back(e.id);
+  return true;
+}
+
+std::vector<Segmentation> UnigramModel::nbest(std::string_view word, std::size_t n) const {
+  std::vector<Segmentation> result;
+  if (n == 0) return result;
+  if (word.empty()) {
+    result.push_back({});
+    return result;
+  }
+  std::vector<uint32_t> chars;
+  std::vector<Edge> edges;
+  lattice(word, chars, edges);
+  const std::size_t len = chars.size() - 1;
+  // Exact n-best by dynamic programming: each position keeps its n best partial paths. A word
+  // is short, so n * (edges) work is cheap, and no A* bookkeeping is needed.
+  struct Partial {
+    double score;
+    int64_t edge;  // the last edge, -1 at the start
+    std::size_t rank;  // which partial of the edge's start it extends
+  };
+  std::vector<std::vector<Partial>> at(len + 1);
+  at[0].push_back({0.0, -1, 0});
+  std::vector<std::vector<std::size_t>> ending(len + 1);
+  for (std::size_t k = 0; k < edges.size(); ++k) ending[edges[k].end].push_back(k);
+  for (std::size_t j = 1; j <= len; ++j) {
+    std::vector<Partial>& list = at[j];
+    for (std::size_t k : ending[j]) {
+      const Edge& e = edges[k];
+      for (std::size_t r = 0; r < at[e.start].size(); ++r) {
+        list.push_back({at[e.start][r].score + e.score, static_cast<int64_t>(k), r});
+      }
+    }
+    std::stable_sort(list.begin(), list.end(),
+                     [](const Partial& a, const Partial& b) { return a.score > b.score; });
+    if (list.size() > n) list.resize(n);
+  }
+  for (const Partial& final : at[len]) {
+    std::vector<Edge> path;
+    Partial p = final;
+    while (p.edge >= 0) {
+      const Edge& e = edges[static_cast<std::size_t>(p.edge)];
+      path.push_back(e);
+      p = at[e.start][p.rank];
+    }
+    std::reverse(path.begin(), path.end());
+    Segmentation s;
+    s.score = final.score;
+    finish(word, chars, path, s.tokens);
+    result.push_back(std::move(s));
+  }
+  return result;
+}
+
+void UnigramModel::sample(std::string_view word, double alpha, int64_t nbest_size, uint64_t& rng,
+                          std::vector<TokenSpan>& out) const {
+  if (word.empty()) return;
+  if (nbest_size == 0 || nbest_size == 1) {
+    encode_word(word, out);
+    return;
+  }
+  if (nbest_size > 1) {
+    std::vector<Segmentation> list = nbest(word, static_cast<std::size_t>(nbest_size));
+    std::vector<double> weights;
+    double top = -std::numeric_limits<double>::infinity();
+    for (const auto& s : list) top = std::max(top, alpha * s.score);
+    double total = 0.0;
+    for (const auto& s : list) {
+      weights.push_back(std::exp(alpha * s.score - top));
+      total += weights.back();
+    }
+    double u = uniform(rng) * total;
+    std::size_t pick = 0;
+    while (pick + 1 < list.size() && u >= weights[pick]) u -= weights[pick++];
+    out.insert(out.end(), list[pick].tokens.begin(), list[pick].tokens.end());
+    return;
+  }
+  std::vector<uint32_t> chars;
+  std::vector<Edge> edges;
+  lattice(word, chars, edges);
+  const std::size_t len = chars.size() - 1;
+  const std::vector<double> forward = forward_mass(edges, len, alpha);
+  std::vector<std::vector<std::size_t>> ending(len + 1);
+  for (std::size_t k = 0; k < edges.size(); ++k) ending[edges[k].end].push_back(k);
+  // Backward sampling: at each position pick the edge that ends there with its share of the
+  // forward mass, then continue from its start.
+  std::vector<Edge> path;
+  for (std::size_t j = len; j > 0;) {
+    double u = uniform(rng);
+    std::size_t chosen = ending[j].back();
+    for (std::size_t k : ending[j]) {
+      const Edge& e = edges[k];
+      const double p = std::exp(forward[e.start] + alpha * e.score - forward[j]);
+      if (u < p) {
+        chosen = k;
+        break;
+      }
+      u -= p;
+    }
+    path.push_back(edges[chosen]);
+    j = edges[chosen].start;
+  }
+  std::reverse(path.begin(), path.end());
+  finish(word, chars, path, out);
+}
+
+double UnigramModel::expected_counts(std::string_view word, double weight,
+                                     std::vector<double>& expected) const {
+  if (word.empty()) return 0.0;
+  std::vector<uint32_t> chars;
+  std::vector<Edge> edges;
+  lattice(word, chars, edges);
+  const std::size_t len = chars.size() - 1;
+  const std::vector<double> forward = forward_mass(edges, len, 1.0);
+  std::vector<double> backward(len + 1, -std::numeric_limits<double>::infinity());
+  backward[len] = 0.0;
+  for (std::size_t k = edges.size(); k-- > 0;) {  // edges end in order of their start
+    const Edge& e = edges[k];
+    backward[e.start] = log_add(backward[e.start], e.score + backward[e.end]);
+  }
+  const double z = forward[len];
+  const auto unk = static_cast<uint32_t>(options_.unk_id);
+  for (const Edge& e : edges) {
+    if (options_.unk_id >= 0 && e.id == unk) continue;
+    expected[e.id] += weight * std::exp(forward[e.start] + e.score + backward[e.end] - z);
+  }
+  return z;
+}
+
+}  // namespace tokenmill

@@ -1,0 +1,179 @@
+"""SentencePiece models, id for id: tokenmill reading the .model files of ../shared/data itself
+against sentencepiece (a test dependency) on the goldens and on every line of every corpus there.
+Zero mismatches is the bar."""
+
+from __future__ import annotations
+
+import gzip
+import json
+
+import pytest
+import sentencepiece as spm
+import tokenizers
+from test_tiktoken import corpus_lines
+
+import tokenmill
+from tokenmill import FormatError, Tokenizer
+from tokenmill.formats import sentencepiece as sp_format
+from tokenmill.models.unigram import Unigram
+from tokenmill.trainers.unigram import UnigramTrainer
+
+MODELS = {
+    "albert-spiece-fixture": "albert-spiece-fixture/spiece.model",
+    "mistral-7b-v0.1": "mistral-7b-v0.1/tokenizer.model",
+    "mistral-7b-v0.3": "mistral-7b-v0.3/tokenizer.model",
+}
+
+
+@pytest.fixture(scope="module")
+def pairs(shared_data):
+    return {name: (tokenmill.load(shared_data / "tokenizers" / path),
+                   spm.SentencePieceProcessor(model_file=str(shared_data / "tokenizers" / path)))
+            for name, path in MODELS.items()}
+
+
+@pytest.fixture(scope="module")
+def lines(shared_data):
+    # every distinct line (a quarter of the lines repeat: blank lines, code); ~2 minutes in all
+    return list(dict.fromkeys(corpus_lines(shared_data)))
+
+
+@pytest.mark.parametrize("name", MODELS)
+def test_goldens(shared_data, pairs, name):
+    tok, ref = pairs[name]
+    rows = [json.loads(line) for line in
+            gzip.open(shared_data / "goldens" / f"{name}_sentencepiece.jsonl.gz", "rt")]
+    assert len(rows) == 295
+    for row in rows:
+        assert tok.encode_ordinary(row["text"]) == row["ids"], row["text"][:60]
+        assert tok.decode(row["ids"]) == ref.decode(row["ids"]), row["text"][:60]
+
+
+def test_model_kinds(pairs):
+    assert type(pairs["albert-spiece-fixture"][0].model).__name__ == "Unigram"
+    assert type(pairs["mistral-7b-v0.1"][0].model).__name__ == "BPE"
+
+
+@pytest.mark.parametrize("name", MODELS)
+def test_every_line_of_every_corpus(pairs, lines, name):
+    assert len(lines) > 400_000
+    tok, ref = pairs[name]
+    ours = tok.encode_ordinary_batch(lines)
+    theirs = ref.encode(lines, num_threads=2)
+    mismatches = [i for i, (a, b) in enumerate(zip(ours, theirs)) if a != b]
+    assert mismatches == [], f"{name}: {len(mismatches)} lines differ, first {mismatches[:3]}"
+
+
+def test_offsets_point_into_the_original_text(pairs):
+    tok, _ = pairs["albert-spiece-fixture"]
+    text = "  Ｈello   wörld "
+    enc = tok.encode(text)
+    # the dummy prefix takes the span of the first character kept: the fullwidth "Ｈ" at 2
+    assert enc.offsets[0][0] == 2
+    assert enc.offsets[-1][1] == len(text) - 1
+    for (start, end) in enc.offsets:
+        assert 0 <= start <= end <= len(text)
+
+
+def test_control_pieces_are_special_tokens_never_matched_in_text(pairs):
+    tok, ref = pairs["mistral-7b-v0.3"]
+    assert tok.encode_ordinary("<s>[INST]") == ref.encode("<s>[INST]")
+    assert tok.encode("a", add_special_tokens=False).ids == ref.encode("a")
+    assert tok.decode([1, *ref.encode("hi")]) == "hi"
+
+
+def test_truncated_and_corrupted_files_are_format_errors(shared_data, tmp_path):
+    data = (shared_data / "tokenizers" / MODELS["albert-spiece-fixture"]).read_bytes()
+    path = tmp_path / "bad.model"
+    for cut in (1, 3, 100, len(data) // 2, len(data) - 1):
+        path.write_bytes(data[:cut])
+        with pytest.raises(FormatError, match=rf"{path.name}.*byte offset \d+"):
+            tokenmill.load(path)
+    corrupted = bytearray(data)
+    corrupted[0] = 0x0F  # field 1 with the invalid wire type 7
+    path.write_bytes(bytes(corrupted))
+    with pytest.raises(FormatError, match="byte offset 0.*wire type 7"):
+        tokenmill.load(path)
+    path.write_bytes(b"not a model at all")
+    with pytest.raises(FormatError, match="bad.model"):
+        tokenmill.load(path)
+
+
+def test_a_corrupted_charsmap_is_a_format_error(shared_data):
+    proto = sp_format.read(shared_data / "tokenizers" / MODELS["albert-spiece-fixture"])
+    normalizer = dict(proto.normalizer_spec, precompiled_charsmap=b"\xff\xff\x00\x00abc")
+    broken = sp_format.ModelProto(proto.pieces, proto.trainer_spec, normalizer)
+    with pytest.raises(FormatError, match="precompiled_charsmap: its header says"):
+        sp_format.from_proto(broken, "x.model")
+
+
+def test_a_trained_unigram_loads_in_tokenizers_with_the_same_ids(lines, tmp_path):
+    from tokenmill.pre_tokenizers import Metaspace
+
+    tok = Tokenizer(Unigram([("<unk>", 0.0)], unk_id=0), pre_tokenizer=Metaspace())
+    train, held_out = lines[:20_000], lines[20_000:24_000]
+    tok.train_from_iterator(train, UnigramTrainer(vocab_size=2000, special_tokens=("<pad>",)))
+    path = tmp_path / "tokenizer.json"
+    tok.save(path, hf_compatible=True)
+    theirs = tokenizers.Tokenizer.from_file(str(path))
+    assert Tokenizer.from_file(path).to_dict() == tok.to_dict()
+    for text in held_out:
+        assert tok.encode(text).ids == theirs.encode(text).ids, text
+
+
+def test_a_unigram_trained_by_tokenizers_loads_here_with_the_same_ids(lines, tmp_path):
+    from tokenizers import decoders, models, pre_tokenizers, trainers
+
+    theirs = tokenizers.Tokenizer(models.Unigram())
+    theirs.pre_tokenizer = pre_tokenizers.Metaspace()
+    theirs.decoder = decoders.Metaspace()
+    theirs.train_from_iterator(lines[:20_000], trainers.UnigramTrainer(
+        vocab_size=2000, special_tokens=["<unk>"], unk_token="<unk>", show_progress=False))
+    path = tmp_path / "tokenizer.json"
+    theirs.save(str(path))
+    ours = Tokenizer.from_file(path)
+    assert isinstance(ours.model, Unigram)
+    for text in lines[30_000:34_000]:
+        expected = theirs.encode(text)
+        got = ours.encode(text)
+        assert got.ids == expected.ids, text
+        assert got.offsets == expected.offsets, text
+        assert ours.decode(got.ids) == theirs.decode(expected.ids)
+
+
+def test_a_model_file_round_trips_through_tokenizer_json(pairs, lines, tmp_path):
+    for name in ("albert-spiece-fixture", "mistral-7b-v0.1"):
+        tok, ref = pairs[name]
+        path = tmp_path / f"{name}.json"
+        with pytest.raises(tokenmill.InputError, match="cannot export to the Hugging Face"):
+            tok.save(path, hf_compatible=True)
+        tok.save(path)
+        again = Tokenizer.from_file(path)
+        for text in lines[:3000:3]:
+            assert again.encode_ordinary(text) == ref.encode(text), text
+
+
+def test_the_normalizer_equals_sentencepieces_on_the_goldens(shared_data, pairs):
+    rows = [json.loads(line) for line in gzip.open(shared_data / "goldens" / "strings.jsonl.gz",
+                                                   "rt")]
+    for name in ("albert-spiece-fixture", "mistral-7b-v0.3"):
+        tok, ref = pairs[name]
+        for row in rows:
+            assert tok.normalizer.normalize_str(row["text"]) == ref.normalize(row["text"]), \
+                (name, row["text"][:60])
+
+
+def test_precompiled_is_the_character_map_alone(shared_data):
+    import base64
+
+    proto = sp_format.read(shared_data / "tokenizers" / MODELS["albert-spiece-fixture"])
+    charsmap = base64.b64encode(proto.normalizer_spec["precompiled_charsmap"]).decode()
+    tok = Tokenizer.from_dict({"model": {"type": "Unigram", "vocab": [["<unk>", 0.0]],
+                                         "unk_id": 0},
+                               "normalizer": {"type": "Precompiled",
+                                              "precompiled_charsmap": charsmap}})
+    assert tok.normalizer.normalize_str("  Ｈｅｌｌｏ ﬁ  ") == "  Hello fi  "
+    with pytest.raises(FormatError, match="precompiled_charsmap: expected base64"):
+        Tokenizer.from_dict({"model": {"type": "Unigram", "vocab": [["a", 0.0]]},
+                             "normalizer": {"type": "Precompiled",
+                                            "precompiled_charsmap": "%%%"}})
