@@ -10,7 +10,6 @@ import json
 import pytest
 import sentencepiece as spm
 import tokenizers
-from test_tiktoken import corpus_lines
 
 import tokenmill
 from tokenmill import FormatError, Tokenizer
@@ -33,9 +32,9 @@ def pairs(shared_data):
 
 
 @pytest.fixture(scope="module")
-def lines(shared_data):
+def lines(corpus_lines):
     # every distinct line (a quarter of the lines repeat: blank lines, code); ~2 minutes in all
-    return list(dict.fromkeys(corpus_lines(shared_data)))
+    return list(dict.fromkeys(corpus_lines))
 
 
 @pytest.mark.parametrize("name", MODELS)
