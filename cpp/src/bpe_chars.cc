@@ -20,6 +20,7 @@
 
 #include <algorithm>
 #include <limits>
+#include <tuple>
 
 #include "tokenmill/bpe.h"
 #include "tokenmill/utf8.h"
@@ -41,29 +42,29 @@ uint32_t code_point(std::string_view s, std::size_t i, std::size_t len) {
   return ((byte(0) & 0x0Fu) << 12) | ((byte(1) & 0x3Fu) << 6) | (byte(2) & 0x3Fu);
 }
 
-// Merges grouped by one operand, each group in rank order.
-struct MergesBy {
-  std::vector<uint32_t> start;  // group of id k: entries [start[k], start[k + 1])
-  std::vector<uint32_t> rank;   // the merge's rank
-  std::vector<uint32_t> other;  // the other operand
-};
+// The merges that join one of the given tokens (on the side `by_left` says) to another, sorted
+// by that token then rank: (token, rank, the other operand).
+struct Touching {
+  std::vector<std::tuple<uint32_t, uint32_t, uint32_t>> list;
 
-MergesBy group(const std::vector<Merge>& merges, uint32_t max_id, bool by_left) {
-  MergesBy g;
-  g.start.assign(std::size_t{max_id} + 2, 0);
-  for (const Merge& m : merges) ++g.start[(by_left ? m.left : m.right) + 1];
-  for (std::size_t k = 1; k < g.start.size(); ++k) g.start[k] += g.start[k - 1];
-  std::vector<uint32_t> fill(g.start.begin(), g.start.end() - 1);
-  g.rank.resize(merges.size());
-  g.other.resize(merges.size());
-  for (std::size_t r = 0; r < merges.size(); ++r) {
-    const Merge& m = merges[r];
-    const uint32_t at = fill[by_left ? m.left : m.right]++;
-    g.rank[at] = static_cast<uint32_t>(r);
-    g.other[at] = by_left ? m.right : m.left;
+  Touching(const std::vector<Merge>& merges, const std::vector<char>& wanted, bool by_left) {
+    for (std::size_t r = 0; r < merges.size(); ++r) {
+      const uint32_t mine = by_left ? merges[r].left : merges[r].right;
+      if (mine < wanted.size() && wanted[mine]) {
+        const uint32_t other = by_left ? merges[r].right : merges[r].left;
+        list.emplace_back(mine, static_cast<uint32_t>(r), other);
+      }
+    }
+    std::sort(list.begin(), list.end());
   }
-  return g;
-}
+  // Appends the other operand of each merge of `token` ranked below `limit`.
+  void below(uint32_t token, uint32_t limit, std::vector<uint32_t>& out) const {
+    auto it = std::lower_bound(list.begin(), list.end(), std::make_tuple(token, 0u, 0u));
+    for (; it != list.end() && std::get<0>(*it) == token && std::get<1>(*it) < limit; ++it) {
+      out.push_back(std::get<2>(*it));
+    }
+  }
+};
 
 // x and the bytes before a character agree over their common length (x may end there).
 bool agrees_before(std::string_view x, std::string_view prev) {
@@ -80,24 +81,35 @@ bool agrees_after(std::string_view y, std::string_view next) {
 }  // namespace
 
 void BPEModel::build_char_starts(const std::vector<Merge>& merges) {
+  // Kept small: this runs while a loader holds the whole vocabulary twice, so its temporaries
+  // would set the load's peak memory.
   uint32_t max_id = 0;
   for (const Merge& m : merges) max_id = std::max({max_id, m.left, m.right, m.result});
-  std::vector<std::string_view> bytes_of(std::size_t{max_id} + 1);
   std::vector<std::pair<std::string_view, uint32_t>> chars;
   vocab_.for_each([&](std::string_view token, uint32_t id) {
-    if (id <= max_id) bytes_of[id] = token;
     const std::size_t len = token.size();
     if ((len == 2 || len == 3) && utf8_char_len(token, 0) == len &&
         code_point(token, 0, len) >= (len == 2 ? 0x80u : 0x800u)) {
       chars.emplace_back(token, id);
     }
   });
-  const MergesBy by_left = group(merges, max_id, true);
-  const MergesBy by_right = group(merges, max_id, false);
+  // The proper prefixes and suffixes of those characters that are tokens themselves.
+  std::vector<char> prefix(std::size_t{max_id} + 1, 0);
+  std::vector<char> suffix(std::size_t{max_id} + 1, 0);
+  for (const auto& [token, id] : chars) {
+    for (std::size_t k = 1; k < token.size(); ++k) {
+      uint32_t part = 0;
+      if (lookup(token.substr(0, k), part) && part <= max_id) prefix[part] = 1;
+      if (lookup(token.substr(k), part) && part <= max_id) suffix[part] = 1;
+    }
+  }
+  const Touching before(merges, prefix, false);  // (x, prefix) merges
+  const Touching after(merges, suffix, true);    // (suffix, y) merges
   char_start_of_.assign(kCodePoints, kNone);
   std::vector<Symbol> syms;
   std::vector<uint32_t> lefts;
   std::vector<uint32_t> rights;
+  std::vector<std::pair<uint32_t, std::size_t>> pending;  // (context token, its slot)
   for (const auto& [token, id] : chars) {
     // The character alone, merged by rank, and the highest rank that used.
     syms.clear();
@@ -130,40 +142,46 @@ void BPEModel::build_char_starts(const std::vector<Merge>& merges) {
     rights.clear();
     for (std::size_t k = 1; k < token.size(); ++k) {
       uint32_t part = 0;
-      if (lookup(token.substr(0, k), part) && part <= max_id) {
-        for (uint32_t e = by_right.start[part]; e < by_right.start[part + 1]; ++e) {
-          if (by_right.rank[e] >= last) break;
-          lefts.push_back(by_right.other[e]);
-        }
-      }
-      if (lookup(token.substr(k), part) && part <= max_id) {
-        for (uint32_t e = by_left.start[part]; e < by_left.start[part + 1]; ++e) {
-          if (by_left.rank[e] >= last) break;
-          rights.push_back(by_left.other[e]);
-        }
-      }
+      if (lookup(token.substr(0, k), part) && part <= max_id) before.below(part, last, lefts);
+      if (lookup(token.substr(k), part) && part <= max_id) after.below(part, last, rights);
     }
     if (lefts.size() + rights.size() > kMaxContexts) continue;
     char_start_of_[code_point(token, 0, token.size())] = static_cast<uint32_t>(char_starts_.size());
-    char_starts_.push_back({id, static_cast<uint32_t>(char_contexts_.size()),
+    char_starts_.push_back({id, static_cast<uint32_t>(pending.size()),
                             static_cast<uint16_t>(lefts.size()),
                             static_cast<uint16_t>(rights.size())});
-    for (uint32_t x : lefts) char_contexts_.emplace_back(bytes_of[x]);
-    for (uint32_t y : rights) char_contexts_.emplace_back(bytes_of[y]);
+    for (uint32_t x : lefts) pending.emplace_back(x, pending.size());
+    for (uint32_t y : rights) pending.emplace_back(y, pending.size());
+  }
+  // The contexts' bytes, in one arena: one more pass over the vocabulary finds them.
+  std::sort(pending.begin(), pending.end());
+  std::vector<std::string_view> bytes(pending.size());
+  vocab_.for_each([&](std::string_view token, uint32_t id) {
+    const auto first = std::make_pair(id, std::size_t{0});
+    auto it = std::lower_bound(pending.begin(), pending.end(), first);
+    for (; it != pending.end() && it->first == id; ++it) bytes[it->second] = token;
+  });
+  context_start_.assign(1, 0);
+  for (std::string_view b : bytes) {
+    context_bytes_.append(b);
+    context_start_.push_back(static_cast<uint32_t>(context_bytes_.size()));
   }
 }
 
 bool BPEModel::starts_whole(const CharStart& c, std::string_view prev,
                             std::string_view next) const {
-  const std::string* ctx = char_contexts_.data() + c.contexts;
+  auto context = [&](uint32_t k) {
+    const uint32_t at = context_start_[c.contexts + k];
+    return std::string_view(context_bytes_).substr(at, context_start_[c.contexts + k + 1] - at);
+  };
   if (!prev.empty()) {
     for (uint32_t k = 0; k < c.lefts; ++k) {
-      if (agrees_before(ctx[k], prev)) return false;
+      if (agrees_before(context(k), prev)) return false;
     }
   }
   if (!next.empty()) {
     for (uint32_t k = c.lefts; k < uint32_t{c.lefts} + c.rights; ++k) {
-      if (agrees_after(ctx[k], next)) return false;
+      if (agrees_after(context(k), next)) return false;
     }
   }
   return true;

@@ -138,7 +138,7 @@ class BPEModel {
   // given the characters beside them (bpe_chars.cc says when that gives the same merges).
   struct CharStart {
     uint32_t token;     // the character's token
-    uint32_t contexts;  // its first entry in char_contexts_: `lefts` left ones, then `rights`
+    uint32_t contexts;  // its first context (see context_start_): `lefts` left, then `rights`
     uint16_t lefts;
     uint16_t rights;
   };
@@ -146,7 +146,10 @@ class BPEModel {
   bool starts_whole(const CharStart& c, std::string_view prev, std::string_view next) const;
   std::vector<uint32_t> char_start_of_;  // code point below U+10000 -> char_starts_ index
   std::vector<CharStart> char_starts_;
-  std::vector<std::string> char_contexts_;  // token bytes that must not be beside it
+  // The contexts (token bytes that must not be beside a character): context k is
+  // context_bytes_[context_start_[k], context_start_[k + 1]).
+  std::string context_bytes_;
+  std::vector<uint32_t> context_start_;
 
   mutable std::once_flag decode_once_;  // token_of_id_ is built by the first decode
   mutable std::vector<std::string_view> token_of_id_;
