@@ -393,11 +393,19 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     return p.parse_args(argv)
 
 
+def serve_worker(spec_json: str | None, workers: dict[str, Any]) -> bool:
+    """In a worker process (``--worker SPEC``): run the task SPEC names and print its result
+    as JSON on the last line of stdout; False in the driver, which has no SPEC."""
+    if not spec_json:
+        return False
+    spec = json.loads(spec_json)
+    print(json.dumps(workers[spec["task"]](spec)))
+    return True
+
+
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
-    if args.worker:
-        spec = json.loads(args.worker)
-        print(json.dumps(WORKERS[spec["task"]](spec)))
+    if serve_worker(args.worker, WORKERS):
         return 0
     with tempfile.TemporaryDirectory(prefix="bench_bpe_") as tmp:
         work = args.workdir or Path(tmp)

@@ -40,6 +40,7 @@ from bench_bpe import (
     log,
     machine_info,
     read_lines,
+    serve_worker,
     utf8_size,
     verdict,
 )
@@ -504,9 +505,7 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
 
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
-    if args.worker:
-        spec = json.loads(args.worker)
-        print(json.dumps(WORKERS[spec["task"]](spec)))
+    if serve_worker(args.worker, WORKERS):
         return 0
     with tempfile.TemporaryDirectory(prefix="bench_encode_") as tmp:
         return benchmark(args, Path(tmp))

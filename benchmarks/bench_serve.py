@@ -28,7 +28,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from bench_bpe import DEFAULT_DATA, MB, log, machine_info
+from bench_bpe import DEFAULT_DATA, MB, log, machine_info, serve_worker
 from bench_encode import chinese, english, tiktoken_encoding
 
 ENCODINGS = ("cl100k_base", "o200k_base")
@@ -219,9 +219,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--json", type=Path)
     p.add_argument("--worker", help=argparse.SUPPRESS)
     args = p.parse_args(argv)
-    if args.worker:
-        spec = json.loads(args.worker)
-        print(json.dumps(WORKERS[spec["task"]](spec)))
+    if serve_worker(args.worker, WORKERS):
         return 0
     with tempfile.TemporaryDirectory() as tmp:
         result = benchmark(args, Path(tmp))

@@ -31,7 +31,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from bench_bpe import log, machine_info, training_corpus, utf8_size, verdict
+from bench_bpe import log, machine_info, serve_worker, training_corpus, utf8_size, verdict
 from bench_encode import (
     INPUTS,
     MEMORY,
@@ -197,9 +197,7 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
 
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
-    if args.worker:
-        spec = json.loads(args.worker)
-        print(json.dumps(WORKERS[spec["task"]](spec)))
+    if serve_worker(args.worker, WORKERS):
         return 0
     started = time.perf_counter()
     with tempfile.TemporaryDirectory(prefix="bench_wordpiece_") as tmp:
