@@ -8,6 +8,24 @@ namespace {
 
 using std::size_t;
 
+// The scanners read text through one of two views: UTF-8 bytes (std::string_view; offsets are
+// byte offsets) or fixed-width code points, as Python keeps a str (Units<T>: offsets are
+// character offsets, and no decoding is needed).
+template <typename T>
+struct Units {
+  const T* data;
+  size_t n;
+  size_t size() const { return n; }
+  uint32_t operator[](size_t i) const { return data[i]; }
+};
+
+template <typename T>
+inline Char char_at(const Units<T>& s, size_t i) {
+  const uint32_t cp = s.data[i];
+  return {cp, 1, uc::flags(cp)};
+}
+using tokenmill::char_at;  // the UTF-8 reader, overloaded beside the one above
+
 constexpr uint8_t kLN = uc::kLetter | uc::kNumber;
 
 bool is_letter(const Char& c) { return (c.flags & uc::kLetter) != 0; }
@@ -24,8 +42,8 @@ bool is_upperish(const Char& c) { return (c.flags & uc::kUpperish) != 0; }
 bool is_lowerish(const Char& c) { return (c.flags & uc::kLowerish) != 0; }
 
 // End of the run of characters satisfying pred that starts at i (i itself if none).
-template <typename Pred>
-size_t run(std::string_view s, size_t i, Pred pred) {
+template <typename S, typename Pred>
+size_t run(const S& s, size_t i, Pred pred) {
   while (i < s.size()) {
     const Char c = char_at(s, i);
     if (!pred(c)) break;
@@ -44,7 +62,8 @@ struct SpaceRun {
 
 constexpr size_t npos = static_cast<size_t>(-1);
 
-SpaceRun space_run(std::string_view s, size_t i) {
+template <typename S>
+SpaceRun space_run(const S& s, size_t i) {
   SpaceRun r{i, i, npos};
   while (r.end < s.size()) {
     const Char c = char_at(s, r.end);
@@ -63,7 +82,8 @@ char ascii_lower(uint32_t cp) {
 // After an apostrophe at i: the end of a contraction 's 't 're 've 'm 'll 'd, or npos.
 // With ignore_case, (?i) as the regex module applies it: ASCII case, and U+017F (long s)
 // folds to s.
-size_t contraction(std::string_view s, size_t i, bool ignore_case) {
+template <typename S>
+size_t contraction(const S& s, size_t i, bool ignore_case) {
   if (i >= s.size() || s[i] != '\'' || i + 1 >= s.size()) return npos;
   const Char a = char_at(s, i + 1);
   char x = ignore_case ? ascii_lower(a.cp) : (a.cp < 128 ? static_cast<char>(a.cp) : '\0');
@@ -84,7 +104,8 @@ size_t trailing_space(const SpaceRun& r, size_t i, size_t n) {
 }
 
 // \p{N}{1,3} at i.
-size_t up_to_three_numbers(std::string_view s, size_t i) {
+template <typename S>
+size_t up_to_three_numbers(const S& s, size_t i) {
   for (int count = 0; count < 3 && i < s.size(); ++count) {
     const Char d = char_at(s, i);
     if (!is_number(d)) break;
@@ -94,13 +115,15 @@ size_t up_to_three_numbers(std::string_view s, size_t i) {
 }
 
 // Where " ?[^\s\p{L}\p{N}]+" starts its run of others at i (after the optional space), or npos.
-size_t other_run_start(std::string_view s, size_t i, const Char& c) {
+template <typename S>
+size_t other_run_start(const S& s, size_t i, const Char& c) {
   if (is_other(c)) return i;
   if (c.cp == ' ' && i + 1 < s.size() && is_other(char_at(s, i + 1))) return i + 1;
   return npos;
 }
 
-size_t gpt2(std::string_view s, size_t i) {
+template <typename S>
+size_t gpt2(const S& s, size_t i) {
   const size_t n = s.size();
   const size_t k = contraction(s, i, false);
   if (k != npos) return k;
@@ -119,7 +142,8 @@ size_t gpt2(std::string_view s, size_t i) {
   return trailing_space(space_run(s, i), i, n);
 }
 
-size_t cl100k(std::string_view s, size_t i) {
+template <typename S>
+size_t cl100k(const S& s, size_t i) {
   const size_t n = s.size();
   const size_t k = contraction(s, i, true);
   if (k != npos) return k;
@@ -139,7 +163,8 @@ size_t cl100k(std::string_view s, size_t i) {
 
 // o200k's words: [UPPER]*[LOWER]+ (first) or [UPPER]+[LOWER]* (second) from i, as the regex
 // engine backtracks them; npos if the form does not match there.
-size_t upper_then_lower(std::string_view s, size_t i) {
+template <typename S>
+size_t upper_then_lower(const S& s, size_t i) {
   const size_t b = run(s, i, is_upperish);
   if (b < s.size() && is_lowerish(char_at(s, b))) return run(s, b, is_lowerish);
   // [UPPER]* gives characters back until [LOWER]+ can take one: Lm, Lo and M are in both
@@ -153,17 +178,19 @@ size_t upper_then_lower(std::string_view s, size_t i) {
   return end;
 }
 
-size_t upper_at_least_one(std::string_view s, size_t i) {
+template <typename S>
+size_t upper_at_least_one(const S& s, size_t i) {
   if (i >= s.size() || !is_upperish(char_at(s, i))) return npos;
   return run(s, run(s, i, is_upperish), is_lowerish);
 }
 
-size_t o200k(std::string_view s, size_t i) {
+template <typename S>
+size_t o200k(const S& s, size_t i) {
   const size_t n = s.size();
   const Char c = char_at(s, i);
   const bool prefix = is_prefix(c);
   // The optional prefix is tried taken, then not, before the next alternative is tried.
-  for (auto word : {upper_then_lower, upper_at_least_one}) {
+  for (auto word : {upper_then_lower<S>, upper_at_least_one<S>}) {
     size_t end = prefix ? word(s, i + c.len) : npos;
     if (end == npos) end = word(s, i);
     if (end != npos) {
@@ -182,11 +209,62 @@ size_t o200k(std::string_view s, size_t i) {
 }
 
 // \w+ | [^\w\s]+ | and the whitespace between them as a piece of its own.
-size_t words(std::string_view s, size_t i) {
+template <typename S>
+size_t words(const S& s, size_t i) {
   const Char c = char_at(s, i);
   if (is_word(c)) return run(s, i, is_word);
   if (is_space(c)) return run(s, i, is_space);
   return run(s, i, is_other_word);
+}
+
+// Where the piece starting at i ends. Every character matches some alternative; the guard
+// only keeps a scanner bug from looping forever.
+template <typename S>
+size_t next_end(SplitPattern pattern, const S& s, size_t i) {
+  size_t end = i;
+  switch (pattern) {
+    case SplitPattern::kGPT2:
+      end = gpt2(s, i);
+      break;
+    case SplitPattern::kCL100K:
+      end = cl100k(s, i);
+      break;
+    case SplitPattern::kO200K:
+      end = o200k(s, i);
+      break;
+    case SplitPattern::kWords:
+      end = words(s, i);
+      break;
+  }
+  return end > i ? end : i + char_at(s, i).len;
+}
+
+// The whole text, one scanner chosen once (its calls inline into this loop).
+template <typename S, typename Scan>
+void scan_all(const S& s, Scan scan, std::vector<uint32_t>& ends) {
+  for (size_t i = 0; i < s.size();) {
+    const size_t end = scan(s, i);
+    i = end > i ? end : i + char_at(s, i).len;
+    ends.push_back(static_cast<uint32_t>(i));
+  }
+}
+
+template <typename S>
+void scan_text(SplitPattern pattern, const S& s, std::vector<uint32_t>& ends) {
+  switch (pattern) {
+    case SplitPattern::kGPT2:
+      scan_all(s, gpt2<S>, ends);
+      break;
+    case SplitPattern::kCL100K:
+      scan_all(s, cl100k<S>, ends);
+      break;
+    case SplitPattern::kO200K:
+      scan_all(s, o200k<S>, ends);
+      break;
+    case SplitPattern::kWords:
+      scan_all(s, words<S>, ends);
+      break;
+  }
 }
 
 }  // namespace
@@ -196,30 +274,25 @@ bool piece_dropped(SplitPattern pattern, std::string_view text, size_t i) {
 }
 
 size_t piece_end(SplitPattern pattern, std::string_view text, size_t i) {
-  size_t end = i;
-  switch (pattern) {
-    case SplitPattern::kGPT2:
-      end = gpt2(text, i);
-      break;
-    case SplitPattern::kCL100K:
-      end = cl100k(text, i);
-      break;
-    case SplitPattern::kO200K:
-      end = o200k(text, i);
-      break;
-    case SplitPattern::kWords:
-      end = words(text, i);
-      break;
-  }
-  // Every character matches some alternative; this guard only keeps a scanner bug from
-  // looping forever.
-  return end > i ? end : i + char_at(text, i).len;
+  return next_end(pattern, text, i);
 }
 
 void pretokenize(SplitPattern pattern, std::string_view text, std::vector<uint32_t>& ends) {
-  for (size_t i = 0; i < text.size();) {
-    i = piece_end(pattern, text, i);
-    ends.push_back(static_cast<uint32_t>(i));
+  scan_text(pattern, text, ends);
+}
+
+void pretokenize_units(SplitPattern pattern, const void* data, std::size_t length, int width,
+                       std::vector<uint32_t>& ends) {
+  switch (width) {
+    case 1:
+      scan_text(pattern, Units<uint8_t>{static_cast<const uint8_t*>(data), length}, ends);
+      break;
+    case 2:
+      scan_text(pattern, Units<uint16_t>{static_cast<const uint16_t*>(data), length}, ends);
+      break;
+    default:
+      scan_text(pattern, Units<uint32_t>{static_cast<const uint32_t*>(data), length}, ends);
+      break;
   }
 }
 

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import functools
 from abc import ABC, abstractmethod
+from array import array
 from dataclasses import KW_ONLY, dataclass
 from dataclasses import field as dataclass_field
 from typing import Any, ClassVar, Self
@@ -69,8 +70,9 @@ NATIVE_PATTERNS: dict[str, int] = {
 }
 
 
-def native_ends(pattern: CompiledPattern, text: str) -> list[int] | None:
-    """Where each piece of ``text`` ends (character offsets), if the core scans ``pattern``."""
+def native_ends(pattern: CompiledPattern, text: str) -> array[int] | None:
+    """Where each piece of ``text`` ends (character offsets, an ``array('I')``), if the core
+    scans ``pattern``."""
     scanner = NATIVE_PATTERNS.get(pattern.pattern)
     if scanner is None:
         return None

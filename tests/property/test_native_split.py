@@ -40,6 +40,30 @@ def native_pieces(scanner: int, text: str) -> list[str]:
     return [text[i:j] for i, j in zip([0, *ends], ends)]
 
 
+# Python keeps a str in 1, 2 or 4 bytes per character (by its widest one); the scanners read
+# each width directly, and lone surrogates are characters of no class, as regex sees them.
+with_surrogates = st.text(st.characters(), max_size=40)
+
+
+@pytest.mark.parametrize("text", [
+    "it's caf\u00e9 2024!\n\n  x",          # one byte per character (Latin-1)
+    "\u4e2d\u6587 it's 12345 \u3002\r\n",     # two
+    "\U0001F600\u200d\U0001F600 IT'S  ok\t",   # four
+    "a\ud800b \udfff\ud83d's",                  # lone surrogates
+])
+def test_every_str_width(text):
+    for pattern, scanner in PATTERNS:
+        assert native_pieces(scanner, text) == regex.findall(pattern, text), (pattern, text)
+    assert _core.pretokenize(0, text).typecode == "I"
+
+
+@settings(max_examples=1500)
+@given(with_surrogates)
+def test_any_text_with_surrogates(text):
+    for pattern, scanner in PATTERNS:
+        assert native_pieces(scanner, text) == regex.findall(pattern, text), pattern
+
+
 @settings(max_examples=3000)
 @given(tricky_text)
 def test_tricky_text(text):

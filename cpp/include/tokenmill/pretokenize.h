@@ -35,4 +35,10 @@ bool piece_dropped(SplitPattern pattern, std::string_view text, std::size_t i);
 // Appends the byte offset where each piece of text ends (dropped pieces included).
 void pretokenize(SplitPattern pattern, std::string_view text, std::vector<uint32_t>& ends);
 
+// The same over `length` code points stored `width` bytes each (1, 2 or 4: how Python keeps a
+// str), appending character offsets. Any code point is accepted (a lone surrogate is a
+// character of no class, as the regex module sees it).
+void pretokenize_units(SplitPattern pattern, const void* data, std::size_t length, int width,
+                       std::vector<uint32_t>& ends);
+
 }  // namespace tokenmill
