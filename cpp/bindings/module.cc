@@ -4,6 +4,7 @@
 #include <nanobind/stl/function.h>
 #include <nanobind/stl/pair.h>
 #include <nanobind/stl/string.h>
+#include <nanobind/stl/string_view.h>
 #include <nanobind/stl/tuple.h>
 #include <nanobind/stl/vector.h>
 
@@ -35,6 +36,61 @@ namespace {
 using tokenmill::BPEModel;
 using tokenmill::BPEOptions;
 using tokenmill::Merge;
+
+// Python ints for token ids, made once and shared: a list of ids then costs a reference count
+// per token instead of an allocation (CPython keeps -5..256 the same way). Ids below kIntCache
+// are kept, in pages allocated when first used, so a tokenizer pays for the ids it emits only.
+// Touched with the GIL held only.
+constexpr uint32_t kIntPageBits = 12;
+constexpr uint32_t kIntCache = 1u << 20;
+PyObject** int_pages[kIntCache >> kIntPageBits];
+
+PyObject* id_object(uint32_t id) {
+  if (id >= kIntCache) return PyLong_FromUnsignedLong(id);
+  PyObject**& page = int_pages[id >> kIntPageBits];
+  if (page == nullptr) {
+    page = new PyObject*[std::size_t{1} << kIntPageBits]();
+  }
+  PyObject*& slot = page[id & ((1u << kIntPageBits) - 1)];
+  if (slot == nullptr) {
+    slot = PyLong_FromUnsignedLong(id);
+    if (slot == nullptr) return nullptr;
+  }
+  Py_INCREF(slot);
+  return slot;
+}
+
+// ids -> a new Python list, built with the GIL held.
+nb::object id_list(const std::vector<uint32_t>& ids) {
+  PyObject* list = PyList_New(static_cast<Py_ssize_t>(ids.size()));
+  if (list == nullptr) throw nb::python_error();
+  for (std::size_t i = 0; i < ids.size(); ++i) {
+    PyObject* v = id_object(ids[i]);
+    if (v == nullptr) {
+      Py_DECREF(list);
+      throw nb::python_error();
+    }
+    PyList_SET_ITEM(list, static_cast<Py_ssize_t>(i), v);
+  }
+  return nb::steal(list);
+}
+
+// Work on texts shorter than this keeps the GIL: releasing and taking it back costs more than
+// a short text takes to scan.
+constexpr Py_ssize_t kReleaseGilAbove = 4096;
+
+// values -> array('I') (4-byte unsigned on every platform CPython supports), one copy.
+nb::object uint32_array(const std::vector<uint32_t>& values) {
+  static_assert(sizeof(unsigned int) == 4, "array('I') items must be 4 bytes");
+  static PyObject* array_type = [] {
+    nb::object cls = nb::module_::import_("array").attr("array");
+    return cls.release().ptr();  // kept for the life of the process
+  }();
+  nb::bytes raw(reinterpret_cast<const char*>(values.data()), values.size() * 4);
+  PyObject* out = PyObject_CallFunction(array_type, "sO", "I", raw.ptr());
+  if (out == nullptr) throw nb::python_error();
+  return nb::steal(out);
+}
 
 std::vector<Merge> to_merges(const std::vector<uint32_t>& flat) {
   if (flat.size() % 3 != 0) throw tokenmill::Error("merges must be (left, right, result) triples");
@@ -92,60 +148,50 @@ tokenmill::SplitPattern split_pattern(int pattern) {
   return static_cast<tokenmill::SplitPattern>(pattern);
 }
 
-// True when every byte of s is below 0x80, tested eight bytes at a time.
-bool all_ascii(std::string_view s) {
-  std::size_t i = 0;
-  uint64_t high = 0;
-  for (; i + 8 <= s.size(); i += 8) {
-    uint64_t chunk = 0;
-    std::memcpy(&chunk, s.data() + i, 8);
-    high |= chunk;
-  }
-  for (; i < s.size(); ++i) high |= static_cast<unsigned char>(s[i]);
-  return (high & 0x8080808080808080ULL) == 0;
-}
-
-// Character offsets where each piece of text ends, split by one of the GPT-family patterns.
-std::vector<uint32_t> pretokenize(int pattern, const std::string& text) {
+// Character offsets where each piece of text ends, split by one of the GPT-family patterns, as
+// an array('I'): the scanner reads the str's own code points (no UTF-8 copy, and its offsets
+// are already characters), and the result is one buffer rather than an int object per piece.
+nb::object pretokenize(int pattern, nb::handle text) {
   const tokenmill::SplitPattern p = split_pattern(pattern);
-  std::vector<uint32_t> ends;
-  {
-    nb::gil_scoped_release release;
-    ends.reserve(text.size() / 4 + 1);
-    tokenmill::pretokenize(p, text, ends);
-    if (!all_ascii(text)) {  // bytes -> characters: count the characters of each piece
-      uint32_t chars = 0;
-      std::size_t byte = 0;
-      for (uint32_t& end : ends) {
-        for (; byte < end; ++byte) {
-          if ((static_cast<unsigned char>(text[byte]) & 0xC0) != 0x80) ++chars;
-        }
-        end = chars;
-      }
-    }
+  if (!PyUnicode_Check(text.ptr())) throw nb::type_error("text must be a str");
+  const Py_ssize_t length = PyUnicode_GET_LENGTH(text.ptr());
+  if (static_cast<uint64_t>(length) >= (uint64_t{1} << 32)) {
+    throw tokenmill::Error("text is 4 Gi characters or longer");
   }
-  return ends;
+  const int width = PyUnicode_KIND(text.ptr());
+  const void* data = PyUnicode_DATA(text.ptr());
+  std::vector<uint32_t> ends;
+  auto scan = [&] {
+    ends.reserve(static_cast<std::size_t>(length) / 4 + 1);
+    tokenmill::pretokenize_units(p, data, static_cast<std::size_t>(length), width, ends);
+  };
+  if (length > kReleaseGilAbove) {  // the str is immutable and we hold it: safe to read
+    nb::gil_scoped_release release;
+    scan();
+  } else {
+    scan();
+  }
+  return uint32_array(ends);
 }
 
 // Texts encoded on `threads` threads: one id list per text.
-std::vector<std::vector<uint32_t>> encode_ids_batch(const BPEModel& model, int pattern,
-                                                    const std::vector<std::string>& texts,
-                                                    std::size_t threads) {
+nb::list encode_ids_batch(const BPEModel& model, int pattern,
+                          const std::vector<std::string_view>& texts, std::size_t threads) {
   const tokenmill::SplitPattern p = split_pattern(pattern);
-  std::vector<std::vector<uint32_t>> out;
+  std::vector<tokenmill::Encoded> results;
   {
     nb::gil_scoped_release release;
-    std::vector<tokenmill::Encoded> results = tokenmill::encode_texts(model, p, texts, false,
-                                                                      threads);
-    out.reserve(results.size());
-    for (auto& e : results) out.push_back(std::move(e.ids));
+    results = tokenmill::encode_texts(model, p, texts, false, threads);
   }
+  nb::list out;
+  for (const auto& e : results) out.append(id_list(e.ids));
   return out;
 }
 
 // All the texts' ids in one buffer of uint16 (when every id fits) or uint32, plus where each
 // text's ids start (n + 1 offsets): numpy reads it without a Python object per token.
-nb::tuple encode_ids_flat(const BPEModel& model, int pattern, const std::vector<std::string>& texts,
+nb::tuple encode_ids_flat(const BPEModel& model, int pattern,
+                          const std::vector<std::string_view>& texts,
                           std::size_t threads, bool narrow) {
   const tokenmill::SplitPattern p = split_pattern(pattern);
   std::string buffer;
@@ -180,7 +226,8 @@ nb::tuple encode_ids_flat(const BPEModel& model, int pattern, const std::vector<
 
 // How many tokens each text has, without keeping the ids.
 std::vector<uint64_t> count_tokens(const BPEModel& model, int pattern,
-                                   const std::vector<std::string>& texts, std::size_t threads) {
+                                   const std::vector<std::string_view>& texts,
+                                   std::size_t threads) {
   const tokenmill::SplitPattern p = split_pattern(pattern);
   std::vector<uint64_t> counts;
   {
@@ -192,19 +239,19 @@ std::vector<uint64_t> count_tokens(const BPEModel& model, int pattern,
   return counts;
 }
 
-std::vector<uint32_t> encode_ids(const BPEModel& model, int pattern, const std::string& text) {
+nb::object encode_ids(const BPEModel& model, int pattern, std::string_view text) {
   const tokenmill::SplitPattern p = split_pattern(pattern);
   tokenmill::Encoded e;
   {
     nb::gil_scoped_release release;
     tokenmill::encode_text(model, p, text, false, e);
   }
-  return std::move(e.ids);
+  return id_list(e.ids);
 }
 
 // ids, and the character offsets [start, end) of each token in text.
 std::tuple<std::vector<uint32_t>, std::vector<uint32_t>, std::vector<uint32_t>> encode_offsets(
-    const BPEModel& model, int pattern, const std::string& text) {
+    const BPEModel& model, int pattern, std::string_view text) {
   const tokenmill::SplitPattern p = split_pattern(pattern);
   tokenmill::Encoded e;
   {
@@ -484,16 +531,30 @@ NB_MODULE(_core, m) {
           },
           "texts"_a)
       .def(
-          "items",
-          [](const tokenmill::PieceCounter& self) {
-            // pieces are returned as bytes: a piece may end inside a character only if the text
-            // was not valid UTF-8, which Python text never is, but bytes cannot fail to convert
-            nb::list out;
+          "counts",
+          [](const tokenmill::PieceCounter& self, bool byte_level) {
+            // {piece: count} in first-seen order, each piece a str: its text, or with
+            // byte_level its bytes spelled in GPT-2's byte alphabet (what a ByteLevel
+            // pre-tokenizer would make of it). Pieces come from Python text, split between
+            // characters, so they are valid UTF-8.
+            nb::dict out;
+            std::string spelled;
             for (const auto& [piece, count] : self.items()) {
-              out.append(nb::make_tuple(nb::bytes(piece.data(), piece.size()), count));
+              std::string_view text = piece;
+              if (byte_level) {
+                spelled.clear();
+                for (char c : piece) tokenmill::append_byte_symbol(static_cast<unsigned char>(c), spelled);
+                text = spelled;
+              }
+              PyObject* key = PyUnicode_DecodeUTF8(text.data(), static_cast<Py_ssize_t>(text.size()),
+                                                   "strict");
+              if (key == nullptr) throw nb::python_error();
+              nb::object k = nb::steal(key);
+              out[k] = count;
             }
             return out;
-          });
+          },
+          "byte_level"_a);
 
   m.def("train_bpe", &train, "words"_a, "counts"_a, "vocab_size"_a, "num_merges"_a,
         "min_frequency"_a, "special_tokens"_a, "initial_alphabet"_a, "limit_alphabet"_a,

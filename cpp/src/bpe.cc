@@ -1,8 +1,10 @@
 #include "tokenmill/bpe.h"
 
 #include <algorithm>
+#include <array>
 #include <atomic>
 #include <cstdio>
+#include <cstring>
 #include <functional>
 #include <limits>
 #include <queue>
@@ -28,7 +30,13 @@ constexpr std::size_t kBucketThreshold = 32768;
 // Chinese, where most pieces are long and distinct, 64 cost 7% in lookups that missed).
 constexpr std::size_t kMaxCachedWordBytes = 32;
 
-std::atomic<uint64_t> next_serial{1};  // model serial numbers; 0 marks an empty cache slot
+std::atomic<uint64_t> next_serial{1};
+
+// The pair filter: 2^21 bits, indexed by the top bits of a multiplicative hash of the pair.
+constexpr int kPairFilterBits = 21;
+constexpr std::size_t kPairFilterWords = (std::size_t{1} << kPairFilterBits) / 64;
+constexpr uint64_t kPairHashMul = 0x9E3779B97F4A7C15ULL;
+inline uint64_t pair_filter_bit(uint64_t key) { return (key * kPairHashMul) >> (64 - kPairFilterBits); }  // model serial numbers; 0 marks an empty cache slot
 
 }  // namespace
 
@@ -58,6 +66,25 @@ bool decode_byte_alphabet(std::string_view token, std::string& out) {
     i += len;
   }
   return true;
+}
+
+void append_byte_symbol(unsigned char b, std::string& out) {
+  static const auto table = [] {
+    std::array<uint16_t, 256> cp{};
+    uint16_t next = 256;
+    for (int c = 0; c < 256; ++c) {
+      const bool prints = (c >= 33 && c <= 126) || (c >= 161 && c <= 172) || c >= 174;
+      cp[static_cast<std::size_t>(c)] = prints ? static_cast<uint16_t>(c) : next++;
+    }
+    return cp;
+  }();
+  const uint16_t cp = table[b];
+  if (cp < 0x80) {
+    out.push_back(static_cast<char>(cp));
+  } else {  // below U+0800: two bytes
+    out.push_back(static_cast<char>(0xC0 | (cp >> 6)));
+    out.push_back(static_cast<char>(0x80 | (cp & 0x3F)));
+  }
 }
 
 StringMap vocab_map(const std::vector<std::string>& tokens, const std::vector<uint32_t>& ids) {
@@ -140,11 +167,14 @@ BPEModel::BPEModel(StringMap vocab, const std::vector<Merge>& merges, BPEOptions
   merges_.reserve(merges.size());
   merge_count_ = merges.size();
   merges_build_up_ = merges_build_up(merges);
+  pair_filter_.assign(kPairFilterWords, 0);
   for (std::size_t rank = 0; rank < merges.size(); ++rank) {
     const Merge& m = merges[rank];
     // The first rank given for a pair wins, as a later duplicate could never fire.
-    merges_.insert(pair_key(m.left, m.right),
-                   (static_cast<uint64_t>(rank) << 32) | static_cast<uint64_t>(m.result));
+    const uint64_t key = pair_key(m.left, m.right);
+    merges_.insert(key, (static_cast<uint64_t>(rank) << 32) | static_cast<uint64_t>(m.result));
+    const uint64_t bit = pair_filter_bit(key);
+    pair_filter_[bit >> 6] |= uint64_t{1} << (bit & 63);
   }
   for (int b = 0; b < 256; ++b) {
     uint32_t id = 0;
@@ -189,7 +219,9 @@ thread_local PairCacheEntry pair_cache[kPairCacheSize];
 bool BPEModel::find_merge(uint32_t left, uint32_t right, uint32_t& rank, uint32_t& result,
                           PairCacheEntry* cache) const {
   const uint64_t key = pair_key(left, right);
-  PairCacheEntry& slot = cache[(key * 0x9E3779B97F4A7C15ULL) >> (64 - kPairCacheBits)];
+  const uint64_t bit = pair_filter_bit(key);
+  if (((pair_filter_[bit >> 6] >> (bit & 63)) & 1) == 0) return false;
+  PairCacheEntry& slot = cache[(key * kPairHashMul) >> (64 - kPairCacheBits)];
   uint64_t packed = 0;
   if (slot.model == serial_ && slot.key == key) {
     packed = slot.value;
@@ -388,8 +420,62 @@ void BPEModel::encode_word_dropout(std::string_view word, double dropout, uint64
   for (const Symbol& s : syms) out.push_back({s.id, s.start, s.end});
 }
 
+// A per-thread, direct-mapped cache of short pieces and their tokens, one 64-byte line each:
+// the pieces of ordinary text repeat (" the", ",", " of"), and finding one here costs a hash of
+// at most 24 bytes and one line that is likely in the core's cache, where the vocabulary and
+// the shared word cache cost misses to memory and, across threads, a lock. A newer piece
+// evicts an older one with the same hash. Byte-level models only (their spans are bytes of
+// the piece, which fit in a byte).
+namespace {
+constexpr std::size_t kPieceKeyBytes = 24;
+constexpr std::size_t kPieceTokens = 5;
+constexpr int kPieceCacheBits = 12;
+struct PieceCacheEntry {
+  uint64_t model;  // serial number of the model, 0 for an empty line
+  uint64_t key[3];  // the piece's bytes, zero-padded
+  uint8_t len;
+  uint8_t count;
+  uint8_t start[kPieceTokens];
+  uint8_t end[kPieceTokens];
+  uint32_t id[kPieceTokens];
+};
+static_assert(sizeof(PieceCacheEntry) == 64, "one cache line per piece");
+thread_local PieceCacheEntry piece_cache[std::size_t{1} << kPieceCacheBits];
+}  // namespace
+
 void BPEModel::encode_word(std::string_view word, std::vector<TokenSpan>& out) const {
   if (word.empty()) return;
+  if (!options_.byte_symbols || word.size() > kPieceKeyBytes) {
+    encode_word_uncached(word, out);
+    return;
+  }
+  uint64_t key[3] = {0, 0, 0};
+  std::memcpy(key, word.data(), word.size());
+  const uint64_t h = ((key[0] * 0x9E3779B97F4A7C15ULL) ^ (key[1] * 0xC2B2AE3D27D4EB4FULL) ^
+                      (key[2] * 0x165667B19E3779F9ULL) ^ word.size()) * 0xFF51AFD7ED558CCDULL;
+  PieceCacheEntry& e = piece_cache[h >> (64 - kPieceCacheBits)];
+  if (e.model == serial_ && e.len == word.size() && e.key[0] == key[0] && e.key[1] == key[1] &&
+      e.key[2] == key[2]) {
+    for (uint8_t k = 0; k < e.count; ++k) out.push_back({e.id[k], e.start[k], e.end[k]});
+    return;
+  }
+  const std::size_t first = out.size();
+  encode_word_uncached(word, out);
+  const std::size_t count = out.size() - first;
+  if (count > kPieceTokens) return;
+  e.model = serial_;
+  std::memcpy(e.key, key, sizeof(key));
+  e.len = static_cast<uint8_t>(word.size());
+  e.count = static_cast<uint8_t>(count);
+  for (std::size_t k = 0; k < count; ++k) {
+    const TokenSpan& t = out[first + k];
+    e.id[k] = t.id;
+    e.start[k] = static_cast<uint8_t>(t.start);
+    e.end[k] = static_cast<uint8_t>(t.end);
+  }
+}
+
+void BPEModel::encode_word_uncached(std::string_view word, std::vector<TokenSpan>& out) const {
   uint32_t whole = 0;
   if (options_.ignore_merges && lookup(word, whole)) {
     // Most pieces of ordinary text are one token: no cache, no merging.

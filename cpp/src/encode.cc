@@ -1,6 +1,7 @@
 #include "tokenmill/encode.h"
 
 #include <algorithm>
+#include <atomic>
 #include <thread>
 
 namespace tokenmill {
@@ -58,7 +59,7 @@ void encode_text(const BPEModel& model, SplitPattern pattern, std::string_view t
 }
 
 std::vector<Encoded> encode_texts(const BPEModel& model, SplitPattern pattern,
-                                  const std::vector<std::string>& texts, bool with_offsets,
+                                  const std::vector<std::string_view>& texts, bool with_offsets,
                                   std::size_t threads) {
   std::vector<Encoded> out(texts.size());
   const std::size_t n = std::max<std::size_t>(1, std::min(threads, texts.size()));
@@ -68,12 +69,30 @@ std::vector<Encoded> encode_texts(const BPEModel& model, SplitPattern pattern,
     }
     return out;
   }
-  // Texts are dealt round-robin in blocks, so one long document does not idle the others.
+  // Threads take blocks of consecutive texts from a shared counter, so a long document does
+  // not idle the others; each text is encoded into the thread's own buffers and moved into its
+  // slot once (threads pushing into neighbouring slots would share cache lines all along).
+  std::atomic<std::size_t> next{0};
+  const std::size_t block = std::max<std::size_t>(1, std::min<std::size_t>(64, texts.size() / (8 * n)));
   std::vector<std::thread> workers;
   for (std::size_t k = 0; k < n; ++k) {
-    workers.emplace_back([&, k] {
-      for (std::size_t t = k; t < texts.size(); t += n) {
-        encode_text(model, pattern, texts[t], with_offsets, out[t]);
+    workers.emplace_back([&] {
+      Encoded local;
+      while (true) {
+        const std::size_t first = next.fetch_add(block);
+        if (first >= texts.size()) break;
+        const std::size_t last = std::min(texts.size(), first + block);
+        for (std::size_t t = first; t < last; ++t) {
+          local.ids.clear();
+          local.starts.clear();
+          local.ends.clear();
+          encode_text(model, pattern, texts[t], with_offsets, local);
+          out[t].ids.assign(local.ids.begin(), local.ids.end());
+          if (with_offsets) {
+            out[t].starts.assign(local.starts.begin(), local.starts.end());
+            out[t].ends.assign(local.ends.begin(), local.ends.end());
+          }
+        }
       }
     });
   }

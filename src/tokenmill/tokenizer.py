@@ -23,7 +23,7 @@ from tokenmill.models.bpe import BPE
 from tokenmill.models.unigram import Unigram
 from tokenmill.models.wordpiece import WordPiece
 from tokenmill.normalized import NormalizedString
-from tokenmill.pre_tokenizers import native_counting, spell_bytes, unicode_to_bytes
+from tokenmill.pre_tokenizers import native_counting, unicode_to_bytes
 
 if TYPE_CHECKING:
     from tokenmill.streaming import DecodeStream
@@ -588,5 +588,4 @@ def _count_natively(texts: Iterable[str], scanner: int, byte_level: bool) -> Cou
                 check_text(text, f"text {done + i}")
             raise
         done += len(batch)
-    spell = spell_bytes if byte_level else (lambda piece: piece.decode("utf-8"))
-    return Counter({spell(piece): count for piece, count in counter.items()})
+    return Counter(counter.counts(byte_level))

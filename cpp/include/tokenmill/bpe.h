@@ -59,6 +59,9 @@ struct Merge {
 // False if token holds a character outside the alphabet (an added token such as "<|endoftext|>").
 bool decode_byte_alphabet(std::string_view token, std::string& out);
 
+// Appends byte b spelled in that alphabet (one character, as UTF-8).
+void append_byte_symbol(unsigned char b, std::string& out);
+
 // Merges of a rank-ordered byte vocabulary (tiktoken's files list tokens and ranks, no merges):
 // for each token of two or more bytes, the two parts that byte-pair merging by rank, with only
 // the lower ranks, leaves of it. Returns (left rank, right rank, token rank) triples in rank
@@ -111,6 +114,7 @@ class BPEModel {
     uint32_t start;
     uint32_t end;
   };
+  void encode_word_uncached(std::string_view word, std::vector<TokenSpan>& out) const;
   void initial_symbols(std::string_view word, std::vector<Symbol>& syms) const;
   void initial_byte_symbols(std::string_view word, std::vector<Symbol>& syms) const;
   void apply_merges(std::vector<Symbol>& syms) const;
@@ -126,6 +130,10 @@ class BPEModel {
   uint64_t serial_;  // distinguishes this model's entries in the per-thread pair cache
   StringMap vocab_;
   PairMap merges_;  // (left << 32 | right) -> (rank << 32 | result)
+  // One bit per hash of a merge's pair (256 KiB, so it stays in a core's cache while the merge
+  // table of a large vocabulary does not): most pairs of text have no merge (the characters of
+  // Chinese rarely merge with their neighbours), and a clear bit answers that without a probe.
+  std::vector<uint64_t> pair_filter_;
   std::size_t merge_count_ = 0;
   bool merges_build_up_ = false;  // long pieces may take apply_merges_buckets
   bool all_bytes_known(std::string_view ch) const;

@@ -26,7 +26,7 @@ void encode_text(const BPEModel& model, SplitPattern pattern, std::string_view t
 
 // The texts split across up to `threads` threads; results in input order.
 std::vector<Encoded> encode_texts(const BPEModel& model, SplitPattern pattern,
-                                  const std::vector<std::string>& texts, bool with_offsets,
+                                  const std::vector<std::string_view>& texts, bool with_offsets,
                                   std::size_t threads);
 
 }  // namespace tokenmill

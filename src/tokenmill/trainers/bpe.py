@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Literal, NamedTuple
+from typing import Any, Literal, NamedTuple
 
 from tokenmill import _core
 from tokenmill._io import check_text
@@ -119,7 +119,7 @@ class BPETrainer:
         words, freqs = words_and_counts(counts)
         bar = _progress_bar(self.num_merges) if self.show_progress else None
         try:
-            vocab, merges, alphabet_size = _core.train_bpe(
+            vocab, merges, alphabet_size = _train_core(
                 words, freqs,
                 self.vocab_size, -1 if self.num_merges is None else self.num_merges,
                 self.min_frequency, list(self.special_tokens), list(self.initial_alphabet),
@@ -141,8 +141,35 @@ class BPETrainer:
         return TrainResult(model, steps, alphabet_size)
 
 
+def _train_core(words: list[str], freqs: list[int], *args: Any) -> Any:
+    """The core's trainer; a word it cannot take (a lone surrogate) is named here."""
+    try:
+        return _core.train_bpe(words, freqs, *args)
+    except (TypeError, UnicodeError):
+        for word in words:
+            check_text(word, f"word {word!r}")
+        raise
+
+
 def words_and_counts(counts: Mapping[str, int]) -> tuple[list[str], list[int]]:
-    """The non-empty words of ``counts`` and their counts, in order, each checked."""
+    """The non-empty words of ``counts`` and their counts, in order, checked (whether each
+    word is valid text is left to the core's conversion: :func:`_train_core` names a bad one).
+
+    The common case (plain str -> int, as counting makes them) is checked in bulk; anything
+    else goes word by word, so an error names the word."""
+    words = list(counts)
+    freqs = list(counts.values())
+    if words and all(type(w) is str for w in words) and all(type(c) is int for c in freqs) \
+            and 0 < min(freqs) and max(freqs) <= _MAX_COUNT:
+        if "" in counts:
+            at = words.index("")
+            del words[at], freqs[at]
+        if words:
+            return words, freqs
+    return _checked_words_and_counts(counts)
+
+
+def _checked_words_and_counts(counts: Mapping[str, int]) -> tuple[list[str], list[int]]:
     words: list[str] = []
     freqs: list[int] = []
     for word, count in counts.items():
@@ -156,8 +183,6 @@ def words_and_counts(counts: Mapping[str, int]) -> tuple[list[str], list[int]]:
             freqs.append(count)
     if not words:
         raise InputError("empty corpus: there are no words to train on")
-    for word in words:
-        check_text(word, f"word {word!r}")
     return words, freqs
 
 

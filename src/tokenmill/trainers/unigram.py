@@ -20,6 +20,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 from tokenmill import _core
+from tokenmill._io import check_text
 from tokenmill.errors import InputError
 from tokenmill.models.unigram import UNKNOWN, Unigram
 from tokenmill.trainers.bpe import words_and_counts
@@ -114,6 +115,8 @@ class UnigramTrainer:
         from tokenmill.tokenizer import _threads
 
         words, freqs = words_and_counts(counts)
+        for word in words:  # the core's calls below take them as UTF-8
+            check_text(word, f"word {word!r}")
         threads = _threads()
         alphabet = self._alphabet(words, freqs)
         meta = list(self.special_tokens)
