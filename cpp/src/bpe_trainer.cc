@@ -48,6 +48,77 @@ struct Entry {
   uint32_t pair;  // index into the pair arrays
 };
 
+// The pair changes of one merge, gathered before they touch the trainer's tables: a merge
+// changes the same few neighbouring pairs in thousands of words (" t"+"he" makes " th"+"e"
+// everywhere), and adding up there (a small table that stays in cache) leaves one lookup in
+// the large tables per distinct pair instead of one per occurrence. Lexicographic ties only
+// (first_seen needs each occurrence's place).
+class PairChanges {
+ public:
+  struct Slot {
+    uint64_t key;
+    uint64_t added;
+    uint64_t removed;
+    uint32_t words;  // occurrences of (slot, word) recorded for this slot
+  };
+  void remove(uint64_t key, uint64_t count) { slot(key).removed += count; }
+  void add(uint64_t key, uint32_t word, uint64_t count) {
+    const uint32_t k = index(key);
+    Slot& s = slots_[k];
+    s.added += count;
+    ++s.words;
+    occurrences_.push_back({k, word});
+  }
+  const std::vector<Slot>& slots() const { return slots_; }
+  // The words each slot was added in, grouped by slot (in the order they were added):
+  // words_of(k) = grouped[first(k), first(k + 1)).
+  void group(std::vector<uint32_t>& grouped, std::vector<uint32_t>& first) const {
+    first.assign(slots_.size() + 1, 0);
+    for (std::size_t k = 0; k < slots_.size(); ++k) first[k + 1] = first[k] + slots_[k].words;
+    std::vector<uint32_t> at(first.begin(), first.end() - 1);
+    grouped.resize(occurrences_.size());
+    for (const auto& [k, word] : occurrences_) grouped[at[k]++] = word;
+  }
+  void clear() {
+    for (const std::size_t i : used_) table_[i] = kFree;
+    used_.clear();
+    slots_.clear();
+    occurrences_.clear();
+  }
+
+ private:
+  static constexpr uint32_t kFree = ~uint32_t{0};
+  std::size_t find_position(uint64_t key) const {
+    std::size_t i = mix64(key) & (table_.size() - 1);
+    while (table_[i] != kFree && slots_[table_[i]].key != key) i = (i + 1) & (table_.size() - 1);
+    return i;
+  }
+  uint32_t index(uint64_t key) {
+    if (2 * (slots_.size() + 1) > table_.size()) grow();
+    const std::size_t i = find_position(key);
+    if (table_[i] == kFree) {
+      table_[i] = static_cast<uint32_t>(slots_.size());
+      used_.push_back(i);
+      slots_.push_back({key, 0, 0, 0});
+    }
+    return table_[i];
+  }
+  Slot& slot(uint64_t key) { return slots_[index(key)]; }
+  void grow() {
+    table_.assign(std::max<std::size_t>(1024, table_.size() * 2), kFree);
+    used_.clear();
+    for (std::size_t k = 0; k < slots_.size(); ++k) {
+      const std::size_t i = find_position(slots_[k].key);
+      table_[i] = static_cast<uint32_t>(k);
+      used_.push_back(i);
+    }
+  }
+  std::vector<uint32_t> table_;  // position -> slot index, or kFree
+  std::vector<std::size_t> used_;  // positions taken (cleared one by one: probe chains break)
+  std::vector<Slot> slots_;
+  std::vector<std::pair<uint32_t, uint32_t>> occurrences_;  // (slot, word) of each addition
+};
+
 class Trainer {
  public:
   explicit Trainer(const BPETrainerOptions& options) : opt_(options) {}
@@ -65,6 +136,7 @@ class Trainer {
   void push(uint32_t pair);
   bool pop(Entry& top);
   void apply(uint32_t pair, uint32_t result);
+  void apply_changes();
   void char_positions(const uint32_t* syms, uint32_t n, std::vector<uint32_t>& out) const;
   void rescan_first(uint32_t pair);
   bool done() const;
@@ -84,6 +156,8 @@ class Trainer {
   std::vector<std::vector<uint32_t>> pair_where_;
   std::vector<Entry> heap_;
   std::vector<uint64_t> stamp_;  // per word: the last round that touched it
+  PairChanges changes_;
+  std::vector<uint32_t> change_ids_;  // apply_changes: the pair id of each gathered change
   uint64_t round_ = 0;
   std::vector<MergeStep> merges_;
   std::size_t alphabet_size_ = 0;
@@ -323,7 +397,21 @@ void Trainer::apply(uint32_t pair, uint32_t result) {
   std::vector<uint32_t> new_pos;
   std::vector<uint32_t> occ_old;
   std::vector<uint32_t> occ_new;
-  for (uint32_t w : where) {
+  // The words are scattered over memory: each visit would wait for its word's entry and then
+  // its symbols. Asking for them some words ahead (entry first, symbols once it has come)
+  // overlaps those waits.
+  constexpr std::size_t kAheadEntry = 16;
+  constexpr std::size_t kAheadSymbols = 8;
+  for (std::size_t at = 0; at < where.size(); ++at) {
+    if (at + kAheadEntry < where.size()) {
+      const uint32_t ahead = where[at + kAheadEntry];
+      __builtin_prefetch(&words_[ahead]);
+      __builtin_prefetch(&stamp_[ahead]);
+    }
+    if (at + kAheadSymbols < where.size()) {
+      __builtin_prefetch(syms_.data() + words_[where[at + kAheadSymbols]].start);
+    }
+    const uint32_t w = where[at];
     if (stamp_[w] == round_) continue;
     stamp_[w] = round_;
     Word& word = words_[w];
@@ -366,6 +454,10 @@ void Trainer::apply(uint32_t pair, uint32_t result) {
         last = k;
         const uint64_t gone = pair_key(old[k], old[k + 1]);
         if (gone == key) continue;
+        if (!first_seen()) {
+          changes_.remove(gone, count);
+          continue;
+        }
         uint64_t index = 0;
         pair_of_key_.find(gone, index);
         const auto p = static_cast<uint32_t>(index);
@@ -385,11 +477,19 @@ void Trainer::apply(uint32_t pair, uint32_t result) {
         if (j == 0 && k == j - 1) continue;
         if (k + 1 >= out || k == last) continue;
         last = k;
+        if (!first_seen()) {
+          changes_.add(pair_key(s[k], s[k + 1]), w, count);
+          continue;
+        }
         const uint32_t p = pair_index(pair_key(s[k], s[k + 1]));
-        add_occurrence(p, w, count, first_seen() ? new_pos[k] : 0);
+        add_occurrence(p, w, count, new_pos[k]);
         changed.push_back(p);
       }
     }
+  }
+  if (!first_seen()) {
+    apply_changes();
+    return;
   }
   std::sort(rescan.begin(), rescan.end());
   rescan.erase(std::unique(rescan.begin(), rescan.end()), rescan.end());
@@ -406,6 +506,53 @@ void Trainer::apply(uint32_t pair, uint32_t result) {
       push(p);
     }
   }
+}
+
+// One merge's gathered changes into the tables: each distinct pair looked up once, its count
+// moved by what was added and taken away, the words it was added in appended to its index; a
+// pair that gained goes back on the heap, one that is gone gives its memory back.
+void Trainer::apply_changes() {
+  std::vector<uint32_t> grouped;
+  std::vector<uint32_t> first;
+  changes_.group(grouped, first);
+  const auto& slots = changes_.slots();
+  // Two passes, each asking for the lines of a few slots ahead: the pairs' ids (one probe of
+  // the large pair table each), then their counts and indexes.
+  constexpr std::size_t kAhead = 8;
+  std::vector<uint32_t>& ids = change_ids_;
+  ids.resize(slots.size());
+  for (std::size_t k = 0; k < slots.size(); ++k) {
+    if (k + kAhead < slots.size()) pair_of_key_.prefetch(slots[k + kAhead].key);
+    const PairChanges::Slot& c = slots[k];
+    if (c.added > 0) {
+      ids[k] = pair_index(c.key);
+    } else {
+      uint64_t index = 0;
+      pair_of_key_.find(c.key, index);  // a pair taken away exists
+      ids[k] = static_cast<uint32_t>(index);
+    }
+  }
+  for (std::size_t k = 0; k < slots.size(); ++k) {
+    if (k + kAhead < slots.size()) {
+      __builtin_prefetch(&pair_count_[ids[k + kAhead]]);
+      __builtin_prefetch(&pair_where_[ids[k + kAhead]]);
+    }
+    const PairChanges::Slot& c = slots[k];
+    const uint32_t p = ids[k];
+    pair_count_[p] = pair_count_[p] + c.added - c.removed;
+    if (c.added > 0) {
+      std::vector<uint32_t>& where = pair_where_[p];
+      for (uint32_t i = first[k]; i < first[k + 1]; ++i) {
+        if (where.empty() || where.back() != grouped[i]) where.push_back(grouped[i]);
+      }
+    }
+    if (pair_count_[p] == 0) {
+      std::vector<uint32_t>().swap(pair_where_[p]);  // the memory goes back now
+    } else if (c.added > 0) {
+      push(p);
+    }
+  }
+  changes_.clear();
 }
 
 bool Trainer::done() const {
