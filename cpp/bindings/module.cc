@@ -8,6 +8,8 @@
 #include <nanobind/stl/tuple.h>
 #include <nanobind/stl/vector.h>
 
+#include <algorithm>
+#include <array>
 #include <cstdint>
 #include <cstring>
 #include <string>
@@ -90,6 +92,25 @@ nb::object uint32_array(const std::vector<uint32_t>& values) {
   PyObject* out = PyObject_CallFunction(array_type, "sO", "I", raw.ptr());
   if (out == nullptr) throw nb::python_error();
   return nb::steal(out);
+}
+
+// bytes spelled in GPT-2's byte alphabet, as a new str built in place: one character per byte,
+// all below U+0100 except the 68 remapped ones (U+0100..U+0143).
+PyObject* byte_symbols_str(std::string_view bytes) {
+  Py_UCS4 widest = 0;
+  for (char c : bytes) {
+    widest = std::max<Py_UCS4>(widest, tokenmill::byte_symbol(static_cast<unsigned char>(c)));
+  }
+  const auto n = static_cast<Py_ssize_t>(bytes.size());
+  PyObject* out = PyUnicode_New(n, widest);
+  if (out == nullptr) return nullptr;
+  const int kind = PyUnicode_KIND(out);
+  void* data = PyUnicode_DATA(out);
+  for (Py_ssize_t i = 0; i < n; ++i) {
+    const auto b = static_cast<unsigned char>(bytes[static_cast<std::size_t>(i)]);
+    PyUnicode_WRITE(kind, data, i, tokenmill::byte_symbol(b));
+  }
+  return out;
 }
 
 std::vector<Merge> to_merges(const std::vector<uint32_t>& flat) {
@@ -525,32 +546,37 @@ NB_MODULE(_core, m) {
           "pattern"_a, "threads"_a)
       .def(
           "add",
-          [](tokenmill::PieceCounter& self, const std::vector<std::string>& texts) {
+          [](tokenmill::PieceCounter& self, const std::vector<std::string_view>& texts) {
             nb::gil_scoped_release release;
             self.add(texts);
           },
           "texts"_a)
       .def(
           "counts",
-          [](const tokenmill::PieceCounter& self, bool byte_level) {
+          [](tokenmill::PieceCounter& self, bool byte_level) {
             // {piece: count} in first-seen order, each piece a str: its text, or with
             // byte_level its bytes spelled in GPT-2's byte alphabet (what a ByteLevel
             // pre-tokenizer would make of it). Pieces come from Python text, split between
             // characters, so they are valid UTF-8.
-            nb::dict out;
-            std::string spelled;
-            for (const auto& [piece, count] : self.items()) {
-              std::string_view text = piece;
-              if (byte_level) {
-                spelled.clear();
-                for (char c : piece) tokenmill::append_byte_symbol(static_cast<unsigned char>(c), spelled);
-                text = spelled;
-              }
-              PyObject* key = PyUnicode_DecodeUTF8(text.data(), static_cast<Py_ssize_t>(text.size()),
-                                                   "strict");
-              if (key == nullptr) throw nb::python_error();
+            std::vector<std::pair<std::string_view, uint64_t>> items;
+            {
+              nb::gil_scoped_release release;
+              items = self.items();
+            }
+            // Sized for every piece up front (growing a dict of millions rehashes each time).
+            nb::object out = nb::steal(_PyDict_NewPresized(static_cast<Py_ssize_t>(items.size())));
+            if (!out.is_valid()) throw nb::python_error();
+            for (const auto& [piece, count] : items) {
+              PyObject* key = byte_level ? byte_symbols_str(piece)
+                                         : PyUnicode_DecodeUTF8(
+                                               piece.data(), static_cast<Py_ssize_t>(piece.size()),
+                                               "strict");
               nb::object k = nb::steal(key);
-              out[k] = count;
+              nb::object value = nb::steal(PyLong_FromUnsignedLongLong(count));
+              if (!k.is_valid() || !value.is_valid() ||
+                  PyDict_SetItem(out.ptr(), k.ptr(), value.ptr()) != 0) {
+                throw nb::python_error();
+              }
             }
             return out;
           },

@@ -68,7 +68,7 @@ bool decode_byte_alphabet(std::string_view token, std::string& out) {
   return true;
 }
 
-void append_byte_symbol(unsigned char b, std::string& out) {
+uint16_t byte_symbol(unsigned char b) {
   static const auto table = [] {
     std::array<uint16_t, 256> cp{};
     uint16_t next = 256;
@@ -78,13 +78,7 @@ void append_byte_symbol(unsigned char b, std::string& out) {
     }
     return cp;
   }();
-  const uint16_t cp = table[b];
-  if (cp < 0x80) {
-    out.push_back(static_cast<char>(cp));
-  } else {  // below U+0800: two bytes
-    out.push_back(static_cast<char>(0xC0 | (cp >> 6)));
-    out.push_back(static_cast<char>(0x80 | (cp & 0x3F)));
-  }
+  return table[b];
 }
 
 StringMap vocab_map(const std::vector<std::string>& tokens, const std::vector<uint32_t>& ids) {

@@ -59,8 +59,9 @@ struct Merge {
 // False if token holds a character outside the alphabet (an added token such as "<|endoftext|>").
 bool decode_byte_alphabet(std::string_view token, std::string& out);
 
-// Appends byte b spelled in that alphabet (one character, as UTF-8).
-void append_byte_symbol(unsigned char b, std::string& out);
+// The code point that spells byte b in that alphabet (b itself if it prints, else U+0100 +
+// its place among the bytes that do not).
+uint16_t byte_symbol(unsigned char b);
 
 // Merges of a rank-ordered byte vocabulary (tiktoken's files list tokens and ranks, no merges):
 // for each token of two or more bytes, the two parts that byte-pair merging by rank, with only

@@ -159,7 +159,7 @@ def words_and_counts(counts: Mapping[str, int]) -> tuple[list[str], list[int]]:
     else goes word by word, so an error names the word."""
     words = list(counts)
     freqs = list(counts.values())
-    if words and all(type(w) is str for w in words) and all(type(c) is int for c in freqs) \
+    if words and set(map(type, words)) == {str} and set(map(type, freqs)) == {int} \
             and 0 < min(freqs) and max(freqs) <= _MAX_COUNT:
         if "" in counts:
             at = words.index("")
