@@ -297,7 +297,7 @@ nb::tuple train(const std::vector<std::string>& words, const std::vector<uint64_
                 const std::vector<std::string>& initial_alphabet, int64_t limit_alphabet,
                 const std::string& continuing_subword_prefix, const std::string& end_of_word_suffix,
                 const std::string& end_of_word_marker, int64_t max_token_length, bool first_seen,
-                nb::object progress) {
+                nb::object progress, std::size_t threads) {
   tokenmill::BPETrainerOptions opt;
   opt.vocab_size = vocab_size;
   opt.num_merges = num_merges;
@@ -310,6 +310,7 @@ nb::tuple train(const std::vector<std::string>& words, const std::vector<uint64_
   opt.end_of_word_marker = end_of_word_marker;
   opt.max_token_length = max_token_length;
   opt.tie_break = first_seen ? tokenmill::TieBreak::kFirstSeen : tokenmill::TieBreak::kLexicographic;
+  opt.threads = threads;
   const std::function<void(std::size_t, std::size_t)> report = reporter(progress);
   tokenmill::BPETrainResult result;
   {
@@ -585,7 +586,7 @@ NB_MODULE(_core, m) {
   m.def("train_bpe", &train, "words"_a, "counts"_a, "vocab_size"_a, "num_merges"_a,
         "min_frequency"_a, "special_tokens"_a, "initial_alphabet"_a, "limit_alphabet"_a,
         "continuing_subword_prefix"_a, "end_of_word_suffix"_a, "end_of_word_marker"_a,
-        "max_token_length"_a, "first_seen"_a, "progress"_a.none());
+        "max_token_length"_a, "first_seen"_a, "progress"_a.none(), "threads"_a = 1);
 
   // ---- WordPiece (models/wordpiece.py, trainers/wordpiece.py) ------------------------------------
   nb::class_<tokenmill::WordPieceModel>(m, "WordPieceModel")

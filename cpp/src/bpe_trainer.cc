@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cstring>
 #include <limits>
+#include <thread>
 #include <unordered_map>
 #include <utility>
 
@@ -15,6 +16,9 @@ namespace tokenmill {
 namespace {
 
 constexpr uint64_t kNever = std::numeric_limits<uint64_t>::max();
+// A merge touching at least this many words is split between two threads (below it, starting
+// a thread costs more than it saves).
+constexpr std::size_t kParallelWords = 4096;
 
 uint64_t pair_key(uint32_t left, uint32_t right) {
   return (static_cast<uint64_t>(left) << 32) | right;
@@ -135,8 +139,21 @@ class Trainer {
   bool higher(const Entry& a, const Entry& b) const;
   void push(uint32_t pair);
   bool pop(Entry& top);
+  // Per-thread working space of merge_word.
+  struct Scratch {
+    std::vector<uint32_t> old;
+    std::vector<uint32_t> old_pos;
+    std::vector<uint32_t> new_pos;
+    std::vector<uint32_t> occ_old;
+    std::vector<uint32_t> occ_new;
+    std::vector<uint32_t> changed;
+    std::vector<uint32_t> rescan;
+  };
   void apply(uint32_t pair, uint32_t result);
-  void apply_changes();
+  void merge_words(std::size_t begin, std::size_t end, uint64_t key, uint32_t result, Scratch& sc,
+                   PairChanges& changes);
+  void merge_word(uint32_t w, uint64_t key, uint32_t result, Scratch& sc, PairChanges& changes);
+  void apply_changes(PairChanges& changes);
   void char_positions(const uint32_t* syms, uint32_t n, std::vector<uint32_t>& out) const;
   void rescan_first(uint32_t pair);
   bool done() const;
@@ -157,6 +174,9 @@ class Trainer {
   std::vector<Entry> heap_;
   std::vector<uint64_t> stamp_;  // per word: the last round that touched it
   PairChanges changes_;
+  PairChanges more_changes_;  // the second thread's, for a merge split between two
+  Scratch scratch_[2];
+  std::vector<uint32_t> unique_;  // the words of the merge being applied
   std::vector<uint32_t> change_ids_;  // apply_changes: the pair id of each gathered change
   uint64_t round_ = 0;
   std::vector<MergeStep> merges_;
@@ -176,17 +196,28 @@ uint32_t Trainer::add_token(const std::string& token, uint32_t chars) {
 void Trainer::build_words(const std::vector<std::string>& words,
                           const std::vector<uint64_t>& counts) {
   // The alphabet: every character, weighted by word count; the initial alphabet always stays.
-  std::unordered_map<uint64_t, uint64_t> freq;
+  // (Flat tables: the characters of every word are looked up here, tens of millions of times.)
+  PairMap slot_of;  // packed character -> its place in freq
+  std::vector<std::pair<uint64_t, uint64_t>> freq;  // (packed character, weight)
+  auto weigh = [&](uint64_t packed) -> uint64_t& {
+    uint64_t slot = 0;
+    if (!slot_of.find(packed, slot)) {
+      slot = freq.size();
+      slot_of.insert(packed, slot);
+      freq.push_back({packed, 0});
+    }
+    return freq[slot].second;
+  };
   for (std::size_t w = 0; w < words.size(); ++w) {
     const std::string& word = words[w];
     for (std::size_t i = 0; i < word.size();) {
       const std::size_t len = utf8_char_len(word, i);
-      freq[pack(word, i, len)] += counts[w];
+      weigh(pack(word, i, len)) += counts[w];
       i += len;
     }
   }
   for (const std::string& c : opt_.initial_alphabet) {
-    if (!c.empty() && c.size() <= 4) freq[pack(c, 0, c.size())] = kNever;
+    if (!c.empty() && c.size() <= 4) weigh(pack(c, 0, c.size())) = kNever;
   }
   auto unpack = [](uint64_t v) {
     const auto len = static_cast<std::size_t>(v >> 32);
@@ -205,8 +236,13 @@ void Trainer::build_words(const std::vector<std::string>& words,
     kept.resize(static_cast<std::size_t>(opt_.limit_alphabet));
     std::sort(kept.begin(), kept.end());
   }
-  std::unordered_map<uint64_t, uint32_t> id_of;  // packed character -> token id
-  for (const auto& entry : kept) id_of.emplace(entry.second.second, add_token(entry.first, 1));
+  PairMap id_of;  // packed character -> token id
+  for (const auto& entry : kept) id_of.insert(entry.second.second, add_token(entry.first, 1));
+  auto id_of_char = [&](uint64_t packed) {
+    uint64_t id = 0;
+    id_of.find(packed, id);
+    return static_cast<uint32_t>(id);
+  };
   const bool marker = !opt_.end_of_word_marker.empty();
   uint32_t marker_id = 0;
   if (marker) marker_id = add_token(opt_.end_of_word_marker, 0);
@@ -227,7 +263,8 @@ void Trainer::build_words(const std::vector<std::string>& words,
     for (std::size_t i = 0; i < word.size();) {
       const std::size_t len = utf8_char_len(word, i);
       const uint64_t p = pack(word, i, len);
-      if (id_of.count(p)) chars.push_back(p);
+      uint64_t id = 0;
+      if (id_of.find(p, id)) chars.push_back(p);
       i += len;
     }
   };
@@ -258,7 +295,7 @@ void Trainer::build_words(const std::vector<std::string>& words,
     const auto start = static_cast<uint32_t>(syms_.size());
     for (std::size_t j = 0; j < chars.size(); ++j) {
       const uint64_t kind = kind_of(j, chars.size());
-      syms_.push_back(kind == 0 ? id_of.at(chars[j])
+      syms_.push_back(kind == 0 ? id_of_char(chars[j])
                                 : variant_id.at(chars[j] << 2 | kind));
     }
     if (marker) syms_.push_back(marker_id);
@@ -382,115 +419,45 @@ void Trainer::rescan_first(uint32_t pair) {
 // Merges every occurrence of the pair, word by word (only the words in its index). A word's
 // pairs change only next to an occurrence: the pairs around each occurrence are taken away and
 // the pairs around each new symbol are added; the rest of the word is not looked at again.
+// With lexicographic ties, the words of a large merge are split between two threads, each
+// gathering its own changes (words are disjoint; the tables are touched afterwards, in order).
 void Trainer::apply(uint32_t pair, uint32_t result) {
   ++round_;
   const uint64_t key = pair_key_[pair];
-  const uint32_t a = left_of(key);
-  const uint32_t b = right_of(key);
   std::vector<uint32_t> where = std::move(pair_where_[pair]);
   pair_where_[pair] = {};
   pair_count_[pair] = 0;
-  std::vector<uint32_t> changed;
-  std::vector<uint32_t> rescan;
-  std::vector<uint32_t> old;
-  std::vector<uint32_t> old_pos;
-  std::vector<uint32_t> new_pos;
-  std::vector<uint32_t> occ_old;
-  std::vector<uint32_t> occ_new;
-  // The words are scattered over memory: each visit would wait for its word's entry and then
-  // its symbols. Asking for them some words ahead (entry first, symbols once it has come)
-  // overlaps those waits.
-  constexpr std::size_t kAheadEntry = 16;
-  constexpr std::size_t kAheadSymbols = 8;
+  // An index may list a word twice (or list words that lost the pair since): each once.
+  constexpr std::size_t kAhead = 16;
+  unique_.clear();
   for (std::size_t at = 0; at < where.size(); ++at) {
-    if (at + kAheadEntry < where.size()) {
-      const uint32_t ahead = where[at + kAheadEntry];
-      __builtin_prefetch(&words_[ahead]);
-      __builtin_prefetch(&stamp_[ahead]);
-    }
-    if (at + kAheadSymbols < where.size()) {
-      __builtin_prefetch(syms_.data() + words_[where[at + kAheadSymbols]].start);
-    }
+    if (at + kAhead < where.size()) __builtin_prefetch(&stamp_[where[at + kAhead]]);
     const uint32_t w = where[at];
     if (stamp_[w] == round_) continue;
     stamp_[w] = round_;
-    Word& word = words_[w];
-    uint32_t* s = syms_.data() + word.start;
-    const uint32_t n = word.len;
-    occ_old.clear();
-    occ_new.clear();
-    for (uint32_t i = 0; i + 1 < n; ++i) {
-      if (s[i] == a && s[i + 1] == b) {
-        occ_old.push_back(i);
-        ++i;  // non-overlapping, leftmost first: "a a a" -> "aa a"
-      }
-    }
-    if (occ_old.empty()) continue;
-    old.assign(s, s + n);
-    if (first_seen()) char_positions(old.data(), n, old_pos);
-    // The word rewritten in place (it only shrinks).
-    uint32_t out = 0;
-    std::size_t next_occ = 0;
-    for (uint32_t i = 0; i < n;) {
-      if (next_occ < occ_old.size() && occ_old[next_occ] == i) {
-        occ_new.push_back(out);
-        s[out++] = result;
-        i += 2;
-        ++next_occ;
-      } else {
-        s[out++] = old[i++];
-      }
-    }
-    word.len = out;
-    if (first_seen()) char_positions(s, out, new_pos);
-    const uint64_t count = word.count;
-    // Taken away: the pairs just left and right of each occurrence (the pair itself is gone
-    // with its index already). Positions are increasing, so a repeat is the previous one.
-    uint32_t last = std::numeric_limits<uint32_t>::max();
-    for (uint32_t i : occ_old) {
-      for (uint32_t k : {i - 1, i + 1}) {
-        if (i == 0 && k == i - 1) continue;
-        if (k + 1 >= n || k == last) continue;
-        last = k;
-        const uint64_t gone = pair_key(old[k], old[k + 1]);
-        if (gone == key) continue;
-        if (!first_seen()) {
-          changes_.remove(gone, count);
-          continue;
-        }
-        uint64_t index = 0;
-        pair_of_key_.find(gone, index);
-        const auto p = static_cast<uint32_t>(index);
-        pair_count_[p] -= count;
-        if (first_seen()) {
-          changed.push_back(p);  // a first place may move too: the heap needs the new entry
-          if (pair_first_[p] == place(w, old_pos[k])) rescan.push_back(p);
-        } else if (pair_count_[p] == 0) {
-          changed.push_back(p);  // gone: its memory can be freed
-        }
-      }
-    }
-    // Added: the pairs on each side of each new symbol.
-    last = std::numeric_limits<uint32_t>::max();
-    for (uint32_t j : occ_new) {
-      for (uint32_t k : {j - 1, j}) {
-        if (j == 0 && k == j - 1) continue;
-        if (k + 1 >= out || k == last) continue;
-        last = k;
-        if (!first_seen()) {
-          changes_.add(pair_key(s[k], s[k + 1]), w, count);
-          continue;
-        }
-        const uint32_t p = pair_index(pair_key(s[k], s[k + 1]));
-        add_occurrence(p, w, count, new_pos[k]);
-        changed.push_back(p);
-      }
-    }
+    unique_.push_back(w);
+  }
+  Scratch& sc = scratch_[0];
+  sc.changed.clear();
+  sc.rescan.clear();
+  const bool parallel = !first_seen() && opt_.threads > 1 && unique_.size() >= kParallelWords;
+  if (parallel) {
+    const std::size_t mid = unique_.size() / 2;
+    std::thread helper(
+        [&] { merge_words(mid, unique_.size(), key, result, scratch_[1], more_changes_); });
+    merge_words(0, mid, key, result, sc, changes_);
+    helper.join();
+  } else {
+    merge_words(0, unique_.size(), key, result, sc, changes_);
   }
   if (!first_seen()) {
-    apply_changes();
+    apply_changes(changes_);
+    if (parallel) apply_changes(more_changes_);
     return;
   }
+  std::vector<uint32_t>& rescan = sc.rescan;
+  std::vector<uint32_t>& changed = sc.changed;
+
   std::sort(rescan.begin(), rescan.end());
   rescan.erase(std::unique(rescan.begin(), rescan.end()), rescan.end());
   for (uint32_t p : rescan) {
@@ -508,14 +475,107 @@ void Trainer::apply(uint32_t pair, uint32_t result) {
   }
 }
 
+// merge_word over unique_[begin, end). The words are scattered over memory: each would wait
+// for its entry and then its symbols; asking for them some words ahead (entry first, symbols
+// once it has come) overlaps those waits.
+void Trainer::merge_words(std::size_t begin, std::size_t end, uint64_t key, uint32_t result,
+                          Scratch& sc, PairChanges& changes) {
+  constexpr std::size_t kAheadEntry = 16;
+  constexpr std::size_t kAheadSymbols = 8;
+  for (std::size_t at = begin; at < end; ++at) {
+    if (at + kAheadEntry < end) __builtin_prefetch(&words_[unique_[at + kAheadEntry]]);
+    if (at + kAheadSymbols < end) {
+      __builtin_prefetch(syms_.data() + words_[unique_[at + kAheadSymbols]].start);
+    }
+    merge_word(unique_[at], key, result, sc, changes);
+  }
+}
+
+// The pair `key` -> result in word w, non-overlapping and leftmost first. Lexicographic ties:
+// the pair changes go to `changes`; first-seen ties: straight into the tables (one thread
+// only), with the pairs to push again and to rescan in sc.
+void Trainer::merge_word(uint32_t w, uint64_t key, uint32_t result, Scratch& sc,
+                         PairChanges& changes) {
+  const uint32_t a = left_of(key);
+  const uint32_t b = right_of(key);
+  Word& word = words_[w];
+  uint32_t* s = syms_.data() + word.start;
+  const uint32_t n = word.len;
+  sc.occ_old.clear();
+  sc.occ_new.clear();
+  for (uint32_t i = 0; i + 1 < n; ++i) {
+    if (s[i] == a && s[i + 1] == b) {
+      sc.occ_old.push_back(i);
+      ++i;  // non-overlapping, leftmost first: "a a a" -> "aa a"
+    }
+  }
+  if (sc.occ_old.empty()) return;
+  sc.old.assign(s, s + n);
+  if (first_seen()) char_positions(sc.old.data(), n, sc.old_pos);
+  // The word rewritten in place (it only shrinks).
+  uint32_t out = 0;
+  std::size_t next_occ = 0;
+  for (uint32_t i = 0; i < n;) {
+    if (next_occ < sc.occ_old.size() && sc.occ_old[next_occ] == i) {
+      sc.occ_new.push_back(out);
+      s[out++] = result;
+      i += 2;
+      ++next_occ;
+    } else {
+      s[out++] = sc.old[i++];
+    }
+  }
+  word.len = out;
+  if (first_seen()) char_positions(s, out, sc.new_pos);
+  const uint64_t count = word.count;
+  // Taken away: the pairs just left and right of each occurrence (the pair itself is gone
+  // with its index already). Positions are increasing, so a repeat is the previous one.
+  uint32_t last = std::numeric_limits<uint32_t>::max();
+  for (uint32_t i : sc.occ_old) {
+    for (uint32_t k : {i - 1, i + 1}) {
+      if (i == 0 && k == i - 1) continue;
+      if (k + 1 >= n || k == last) continue;
+      last = k;
+      const uint64_t gone = pair_key(sc.old[k], sc.old[k + 1]);
+      if (gone == key) continue;
+      if (!first_seen()) {
+        changes.remove(gone, count);
+        continue;
+      }
+      uint64_t index = 0;
+      pair_of_key_.find(gone, index);
+      const auto p = static_cast<uint32_t>(index);
+      pair_count_[p] -= count;
+      sc.changed.push_back(p);  // a first place may move too: the heap needs the new entry
+      if (pair_first_[p] == place(w, sc.old_pos[k])) sc.rescan.push_back(p);
+    }
+  }
+  // Added: the pairs on each side of each new symbol.
+  last = std::numeric_limits<uint32_t>::max();
+  for (uint32_t j : sc.occ_new) {
+    for (uint32_t k : {j - 1, j}) {
+      if (j == 0 && k == j - 1) continue;
+      if (k + 1 >= out || k == last) continue;
+      last = k;
+      if (!first_seen()) {
+        changes.add(pair_key(s[k], s[k + 1]), w, count);
+        continue;
+      }
+      const uint32_t p = pair_index(pair_key(s[k], s[k + 1]));
+      add_occurrence(p, w, count, sc.new_pos[k]);
+      sc.changed.push_back(p);
+    }
+  }
+}
+
 // One merge's gathered changes into the tables: each distinct pair looked up once, its count
 // moved by what was added and taken away, the words it was added in appended to its index; a
 // pair that gained goes back on the heap, one that is gone gives its memory back.
-void Trainer::apply_changes() {
+void Trainer::apply_changes(PairChanges& changes) {
   std::vector<uint32_t> grouped;
   std::vector<uint32_t> first;
-  changes_.group(grouped, first);
-  const auto& slots = changes_.slots();
+  changes.group(grouped, first);
+  const auto& slots = changes.slots();
   // Two passes, each asking for the lines of a few slots ahead: the pairs' ids (one probe of
   // the large pair table each), then their counts and indexes.
   constexpr std::size_t kAhead = 8;
@@ -552,7 +612,7 @@ void Trainer::apply_changes() {
       push(p);
     }
   }
-  changes_.clear();
+  changes.clear();
 }
 
 bool Trainer::done() const {

@@ -56,3 +56,21 @@ def test_arbitrary_merge_lists(pairs, word):
         merges.append((left, right))
     model = BPE(vocab, merges)
     assert model.encode_word(word) == reference.encode(list(word), merges)
+
+
+def test_large_merges_split_between_threads_give_the_reference_merges(monkeypatch):
+    # A merge that touches 4096 words or more is applied by two threads (each gathering its
+    # own pair changes); 12,000 distinct words over four letters make the first merges that
+    # large. The merges must be the reference's, on one thread or two.
+    import random
+
+    rnd = random.Random(7)
+    counts: dict[str, int] = {}
+    while len(counts) < 12_000:
+        counts["".join(rnd.choices("abcd", k=rnd.randint(4, 12)))] = rnd.randint(1, 50)
+    slow = reference.train(counts, 60)
+    assert max(s[3] for s in slow) > 0
+    for threads in ("1", "2"):
+        monkeypatch.setenv("TOKENMILL_NUM_THREADS", threads)
+        fast = BPETrainer(num_merges=60).train_from_counts(counts)
+        assert [tuple(s) for s in fast.steps] == slow, threads

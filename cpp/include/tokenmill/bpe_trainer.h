@@ -30,6 +30,7 @@ struct BPETrainerOptions {
   std::string end_of_word_marker;  // non-empty: a separate symbol appended to every word
   int64_t max_token_length = -1;   // in characters; -1: no limit
   TieBreak tie_break = TieBreak::kLexicographic;
+  std::size_t threads = 1;  // lexicographic ties: large merges are split between two threads
 };
 
 struct MergeStep {
