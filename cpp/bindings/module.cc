@@ -291,7 +291,7 @@ std::function<void(std::size_t, std::size_t)> reporter(const nb::object& progres
   };
 }
 
-nb::tuple train(const std::vector<std::string>& words, const std::vector<uint64_t>& counts,
+nb::tuple train(const std::vector<std::string_view>& words, const std::vector<uint64_t>& counts,
                 uint64_t vocab_size, int64_t num_merges, uint64_t min_frequency,
                 const std::vector<std::string>& special_tokens,
                 const std::vector<std::string>& initial_alphabet, int64_t limit_alphabet,

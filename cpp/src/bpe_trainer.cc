@@ -127,12 +127,12 @@ class Trainer {
  public:
   explicit Trainer(const BPETrainerOptions& options) : opt_(options) {}
 
-  BPETrainResult run(const std::vector<std::string>& words, const std::vector<uint64_t>& counts,
+  BPETrainResult run(const std::vector<std::string_view>& words, const std::vector<uint64_t>& counts,
                      const std::function<void(std::size_t, std::size_t)>& progress);
 
  private:
   uint32_t add_token(const std::string& token, uint32_t chars);
-  void build_words(const std::vector<std::string>& words, const std::vector<uint64_t>& counts);
+  void build_words(const std::vector<std::string_view>& words, const std::vector<uint64_t>& counts);
   uint32_t pair_index(uint64_t key);
   void add_occurrence(uint32_t pair, uint32_t word, uint64_t count, uint32_t pos);
   void count_pairs();
@@ -193,7 +193,7 @@ uint32_t Trainer::add_token(const std::string& token, uint32_t chars) {
   return id;
 }
 
-void Trainer::build_words(const std::vector<std::string>& words,
+void Trainer::build_words(const std::vector<std::string_view>& words,
                           const std::vector<uint64_t>& counts) {
   // The alphabet: every character, weighted by word count; the initial alphabet always stays.
   // (Flat tables: the characters of every word are looked up here, tens of millions of times.)
@@ -209,7 +209,7 @@ void Trainer::build_words(const std::vector<std::string>& words,
     return freq[slot].second;
   };
   for (std::size_t w = 0; w < words.size(); ++w) {
-    const std::string& word = words[w];
+    const std::string_view word = words[w];
     for (std::size_t i = 0; i < word.size();) {
       const std::size_t len = utf8_char_len(word, i);
       weigh(pack(word, i, len)) += counts[w];
@@ -258,7 +258,7 @@ void Trainer::build_words(const std::vector<std::string>& words,
   std::unordered_map<uint64_t, uint32_t> variant_id;  // packed << 2 | kind -> token id
   std::vector<uint64_t> chars;
   // A word's characters that are in the alphabet, packed (the others are dropped).
-  auto alphabet_chars = [&](const std::string& word) {
+  auto alphabet_chars = [&](std::string_view word) {
     chars.clear();
     for (std::size_t i = 0; i < word.size();) {
       const std::size_t len = utf8_char_len(word, i);
@@ -270,7 +270,7 @@ void Trainer::build_words(const std::vector<std::string>& words,
   };
   if (!prefix.empty() || !suffix.empty()) {
     std::vector<std::pair<std::string, uint64_t>> variants;
-    for (const std::string& word : words) {
+    for (const std::string_view word : words) {
       alphabet_chars(word);
       for (std::size_t j = 0; j < chars.size(); ++j) {
         const uint64_t kind = kind_of(j, chars.size());
@@ -286,7 +286,7 @@ void Trainer::build_words(const std::vector<std::string>& words,
   }
   words_.reserve(words.size());
   for (std::size_t w = 0; w < words.size(); ++w) {
-    const std::string& word = words[w];
+    const std::string_view word = words[w];
     alphabet_chars(word);
     if (chars.empty()) continue;
     if (syms_.size() + chars.size() + 1 >= std::numeric_limits<uint32_t>::max()) {
@@ -620,7 +620,7 @@ bool Trainer::done() const {
   return vocab_.size() >= opt_.vocab_size;
 }
 
-BPETrainResult Trainer::run(const std::vector<std::string>& words,
+BPETrainResult Trainer::run(const std::vector<std::string_view>& words,
                             const std::vector<uint64_t>& counts,
                             const std::function<void(std::size_t, std::size_t)>& progress) {
   if (words.size() != counts.size()) throw Error("words and counts differ in length");
@@ -670,7 +670,8 @@ BPETrainResult Trainer::run(const std::vector<std::string>& words,
 
 }  // namespace
 
-BPETrainResult train_bpe(const std::vector<std::string>& words, const std::vector<uint64_t>& counts,
+BPETrainResult train_bpe(const std::vector<std::string_view>& words,
+                         const std::vector<uint64_t>& counts,
                          const BPETrainerOptions& options,
                          const std::function<void(std::size_t, std::size_t)>& progress) {
   Trainer trainer(options);

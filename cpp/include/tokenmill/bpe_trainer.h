@@ -12,6 +12,7 @@
 #include <cstdint>
 #include <functional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace tokenmill {
@@ -47,7 +48,8 @@ struct BPETrainResult {
 };
 
 // progress(merges done, vocabulary size) is called now and then; it may be empty.
-BPETrainResult train_bpe(const std::vector<std::string>& words, const std::vector<uint64_t>& counts,
+BPETrainResult train_bpe(const std::vector<std::string_view>& words,
+                         const std::vector<uint64_t>& counts,
                          const BPETrainerOptions& options,
                          const std::function<void(std::size_t, std::size_t)>& progress);
 
