@@ -416,60 +416,75 @@ void BPEModel::encode_word_dropout(std::string_view word, double dropout, uint64
 
 // A per-thread, direct-mapped cache of short pieces and their tokens, one 64-byte line each:
 // the pieces of ordinary text repeat (" the", ",", " of"), and finding one here costs a hash of
-// at most 24 bytes and one line that is likely in the core's cache, where the vocabulary and
+// at most 32 bytes and one line that is likely in the core's cache, where the vocabulary and
 // the shared word cache cost misses to memory and, across threads, a lock. A newer piece
-// evicts an older one with the same hash. Byte-level models only (their spans are bytes of
-// the piece, which fit in a byte).
+// evicts an older one with the same hash. Byte-level models only, and pieces whose tokens
+// cover their bytes end to end (each token's span is then where the previous one ended up to
+// its own end, which fits in a byte).
 namespace {
-constexpr std::size_t kPieceKeyBytes = 24;
+constexpr std::size_t kPieceKeyBytes = 32;
 constexpr std::size_t kPieceTokens = 5;
 constexpr int kPieceCacheBits = 12;
 struct PieceCacheEntry {
-  uint64_t model;  // serial number of the model, 0 for an empty line
-  uint64_t key[3];  // the piece's bytes, zero-padded
+  uint32_t model;  // the model's tag (see piece_tag), 0 for an empty line
   uint8_t len;
   uint8_t count;
-  uint8_t start[kPieceTokens];
   uint8_t end[kPieceTokens];
   uint32_t id[kPieceTokens];
+  uint64_t key[4];  // the piece's bytes, zero-padded
 };
 static_assert(sizeof(PieceCacheEntry) == 64, "one cache line per piece");
 thread_local PieceCacheEntry piece_cache[std::size_t{1} << kPieceCacheBits];
+
+// A model's tag in the piece cache: never 0, and distinct for 2^32 - 1 models in a row.
+uint32_t piece_tag(uint64_t serial) { return static_cast<uint32_t>(serial % 0xFFFFFFFFu) + 1; }
 }  // namespace
 
 void BPEModel::encode_word(std::string_view word, std::vector<TokenSpan>& out) const {
   if (word.empty()) return;
-  if (!options_.byte_symbols || word.size() > kPieceKeyBytes) {
-    encode_word_uncached(word, out);
+  if (!options_.byte_symbols || options_.cache_capacity == 0 || word.size() > kPieceKeyBytes) {
+    encode_word_uncached(word, out, true);
     return;
   }
-  uint64_t key[3] = {0, 0, 0};
+  uint64_t key[4] = {0, 0, 0, 0};
   std::memcpy(key, word.data(), word.size());
   const uint64_t h = ((key[0] * 0x9E3779B97F4A7C15ULL) ^ (key[1] * 0xC2B2AE3D27D4EB4FULL) ^
-                      (key[2] * 0x165667B19E3779F9ULL) ^ word.size()) * 0xFF51AFD7ED558CCDULL;
+                      (key[2] * 0x165667B19E3779F9ULL) ^ (key[3] * 0x27D4EB2F165667C5ULL) ^
+                      word.size()) * 0xFF51AFD7ED558CCDULL;
   PieceCacheEntry& e = piece_cache[h >> (64 - kPieceCacheBits)];
-  if (e.model == serial_ && e.len == word.size() && e.key[0] == key[0] && e.key[1] == key[1] &&
-      e.key[2] == key[2]) {
-    for (uint8_t k = 0; k < e.count; ++k) out.push_back({e.id[k], e.start[k], e.end[k]});
+  const uint32_t tag = piece_tag(serial_);
+  if (e.model == tag && e.len == word.size() && e.key[0] == key[0] && e.key[1] == key[1] &&
+      e.key[2] == key[2] && e.key[3] == key[3]) {
+    uint32_t start = 0;
+    for (uint8_t k = 0; k < e.count; ++k) {
+      out.push_back({e.id[k], start, e.end[k]});
+      start = e.end[k];
+    }
     return;
   }
+  // This cache stands in front of the shared one for these pieces.
   const std::size_t first = out.size();
-  encode_word_uncached(word, out);
+  encode_word_uncached(word, out, false);
   const std::size_t count = out.size() - first;
   if (count > kPieceTokens) return;
-  e.model = serial_;
+  uint32_t at = 0;
+  for (std::size_t k = 0; k < count; ++k) {
+    if (out[first + k].start != at) return;  // not end to end (a byte with no token)
+    at = out[first + k].end;
+  }
+  if (at != word.size()) return;
+  e.model = tag;
   std::memcpy(e.key, key, sizeof(key));
   e.len = static_cast<uint8_t>(word.size());
   e.count = static_cast<uint8_t>(count);
   for (std::size_t k = 0; k < count; ++k) {
-    const TokenSpan& t = out[first + k];
-    e.id[k] = t.id;
-    e.start[k] = static_cast<uint8_t>(t.start);
-    e.end[k] = static_cast<uint8_t>(t.end);
+    e.id[k] = out[first + k].id;
+    e.end[k] = static_cast<uint8_t>(out[first + k].end);
   }
 }
 
-void BPEModel::encode_word_uncached(std::string_view word, std::vector<TokenSpan>& out) const {
+void BPEModel::encode_word_uncached(std::string_view word, std::vector<TokenSpan>& out,
+                                    bool shared_cache) const {
   uint32_t whole = 0;
   if (options_.ignore_merges && lookup(word, whole)) {
     // Most pieces of ordinary text are one token: no cache, no merging.
@@ -477,7 +492,8 @@ void BPEModel::encode_word_uncached(std::string_view word, std::vector<TokenSpan
     out.push_back({whole, 0, static_cast<uint32_t>(len)});
     return;
   }
-  const bool cacheable = options_.cache_capacity > 0 && word.size() <= kMaxCachedWordBytes;
+  const bool cacheable =
+      shared_cache && options_.cache_capacity > 0 && word.size() <= kMaxCachedWordBytes;
   // Threads share the cache in shards, each behind its own lock, so they rarely wait on one
   // another (a single lock made two threads slower than one).
   CacheShard& shard = cache_[cacheable ? hash_bytes(word) % kCacheShards : 0];

@@ -115,7 +115,9 @@ class BPEModel {
     uint32_t start;
     uint32_t end;
   };
-  void encode_word_uncached(std::string_view word, std::vector<TokenSpan>& out) const;
+  // shared_cache: whether to look in (and fill) the cache of recent words shared by threads.
+  void encode_word_uncached(std::string_view word, std::vector<TokenSpan>& out,
+                            bool shared_cache) const;
   void initial_symbols(std::string_view word, std::vector<Symbol>& syms) const;
   void initial_byte_symbols(std::string_view word, std::vector<Symbol>& syms) const;
   void apply_merges(std::vector<Symbol>& syms) const;
