@@ -1,5 +1,6 @@
 """Encoding with tiktoken's encodings, tokenmill vs tiktoken (and vs Hugging Face ``tokenizers``
-on GPT-2's tokenizer.json): the same documents, one run, ratios printed.
+on GPT-2's tokenizer.json, and vs ``gigatoken``, the fastest native encoder that installs here,
+when it is installed): the same documents, one run, ratios printed.
 
     python benchmarks/bench_encode.py --repeats 3 --json bench_encode.json
 
@@ -17,6 +18,7 @@ import datetime
 import functools
 import gc
 import hashlib
+import importlib.util
 import json
 import math
 import os
@@ -163,6 +165,12 @@ def open_engine(spec: dict[str, Any]) -> Engine:
             return Engine(tt.encode_ordinary, lambda docs: [tt.encode_ordinary(d) for d in docs])
         return Engine(tt.encode_ordinary,
                       lambda docs: tt.encode_ordinary_batch(docs, num_threads=threads))
+    if spec["engine"] == "gigatoken":
+        import gigatoken
+
+        gt = gigatoken.Tokenizer.from_tiktoken(
+            data / "tokenizers" / "tiktoken" / f"{name}.tiktoken").as_tiktoken()
+        return Engine(gt.encode_ordinary, lambda docs: [gt.encode_ordinary(d) for d in docs])
     from tokenizers import Tokenizer
 
     hf = Tokenizer.from_file(str(data / GPT2_JSON))
@@ -338,6 +346,9 @@ def comparisons(calls: dict[str, dict[str, str]], gpt2_ok: bool) -> list[Compari
     if gpt2_ok:
         out += [Comparison(f"gpt2 tokenizer.json, {name}", "gpt2", name, {"engine": "tokenizers"})
                 for name in INPUTS]
+    if importlib.util.find_spec("gigatoken") is not None:  # the fastest native encoder here
+        out += [Comparison(f"{enc}, {name}, vs gigatoken", enc, name, {"engine": "gigatoken"})
+                for enc in ENCODINGS for name in INPUTS]
     out += [Comparison(f"{enc}, english, 2 threads", enc, "english",
                        {"engine": "tiktoken", "call": "batch"}, threads=2) for enc in ENCODINGS]
     return out
