@@ -99,3 +99,13 @@ def test_stream_of_a_suffix_tokenizer():
                             BPETrainer(num_merges=5, end_of_word_suffix="</w>"))
     ids = tok.encode("low lower").ids
     assert "".join(released(tok, ids)) == tok.decode(ids)
+
+
+@pytest.mark.parametrize("n", [1, 2, 3, 17, 65, 1000])
+@pytest.mark.parametrize("threads", [1, 2, 3, 8])
+def test_batch_lists_equal_one_by_one_for_any_size_and_threads(o200k, n, threads):
+    # With several threads, the workers encode blocks of texts while the calling thread turns
+    # finished blocks into lists in order: every size and thread count must give the same lists.
+    texts = [TEXTS[i % len(TEXTS)] * (1 + i % 7) for i in range(n)]
+    assert o200k.encode_ordinary_batch(texts, num_threads=threads) == \
+        [o200k.encode_ordinary(t) for t in texts]
