@@ -117,6 +117,17 @@ PyObject* byte_symbols_str(std::string_view bytes) {
   return out;
 }
 
+// A dict sized for n entries up front where CPython offers it (its private call, still there
+// in 3.11 and 3.12), else an empty one that grows.
+PyObject* new_dict(std::size_t n) {
+#if PY_VERSION_HEX < 0x030D0000
+  return _PyDict_NewPresized(static_cast<Py_ssize_t>(n));
+#else
+  (void)n;
+  return PyDict_New();
+#endif
+}
+
 std::vector<Merge> to_merges(const std::vector<uint32_t>& flat) {
   if (flat.size() % 3 != 0) throw tokenmill::Error("merges must be (left, right, result) triples");
   std::vector<Merge> merges;
@@ -635,7 +646,7 @@ NB_MODULE(_core, m) {
               items = self.items();
             }
             // Sized for every piece up front (growing a dict of millions rehashes each time).
-            nb::object out = nb::steal(_PyDict_NewPresized(static_cast<Py_ssize_t>(items.size())));
+            nb::object out = nb::steal(new_dict(items.size()));
             if (!out.is_valid()) throw nb::python_error();
             for (const auto& [piece, count] : items) {
               PyObject* key = byte_level ? byte_symbols_str(piece)
