@@ -34,7 +34,15 @@ void BPEModel::apply_merges_buckets(std::vector<Symbol>& syms, PairCacheEntry* c
     uint32_t right;
     uint32_t left_id;
     uint32_t right_id;
-    uint32_t next;  // the next candidate of the same rank
+  };
+  // A bucket is a chain of chunks of candidates, newest first: walking a bucket reads whole
+  // lines, where a chain of single candidates spread over the pool cost a miss each (on a
+  // million symbols that walk was most of the time, and made it grow faster than the input).
+  constexpr uint32_t kChunk = 7;
+  struct Chunk {
+    uint32_t older;  // the bucket's previous chunk
+    uint32_t count;
+    Candidate items[kChunk];
   };
   // One 16-byte node per symbol, so visiting a symbol is one cache miss, not one per array.
   struct Node {
@@ -52,9 +60,9 @@ void BPEModel::apply_merges_buckets(std::vector<Symbol>& syms, PairCacheEntry* c
     nodes[i] = {syms[i].id, syms[i].end, static_cast<uint32_t>(i + 1),
                 i == 0 ? none : static_cast<uint32_t>(i - 1)};
   }
-  std::vector<uint32_t> bucket(merge_count_, kEnd);  // rank -> its latest candidate
-  std::vector<Candidate> pool;
-  pool.reserve(n);
+  std::vector<uint32_t> bucket(merge_count_, kEnd);  // rank -> its newest chunk
+  std::vector<Chunk> chunks;
+  chunks.reserve(n / kChunk + 1);
   uint32_t lowest = kEnd;
   uint32_t highest = 0;
   auto consider = [&](uint32_t left, uint32_t right) {
@@ -62,24 +70,38 @@ void BPEModel::apply_merges_buckets(std::vector<Symbol>& syms, PairCacheEntry* c
     uint32_t rank = 0;
     uint32_t result = 0;
     if (!find_merge(nodes[left].id, nodes[right].id, rank, result, cache)) return;
-    pool.push_back({left, right, nodes[left].id, nodes[right].id, bucket[rank]});
-    bucket[rank] = static_cast<uint32_t>(pool.size() - 1);
+    uint32_t& head = bucket[rank];
+    if (head == kEnd || chunks[head].count == kChunk) {
+      chunks.push_back(Chunk{head, 0, {}});
+      head = static_cast<uint32_t>(chunks.size() - 1);
+    }
+    Chunk& chunk = chunks[head];
+    chunk.items[chunk.count++] = {left, right, nodes[left].id, nodes[right].id};
     lowest = std::min(lowest, rank);
     highest = std::max(highest, rank);
   };
   for (std::size_t i = 0; i + 1 < n; ++i) {
     consider(static_cast<uint32_t>(i), static_cast<uint32_t>(i + 1));
   }
-  std::vector<uint32_t> due;
+  std::vector<Candidate> due;
+  std::vector<uint32_t> chain;
+  auto by_left = [](const Candidate& a, const Candidate& b) { return a.left < b.left; };
   for (uint32_t rank = lowest; lowest != kEnd && rank <= highest; ++rank) {
+    if (bucket[rank] == kEnd) continue;
+    // Oldest chunk first: candidates come out in the order they were made, which is already
+    // left to right when one pass made them all (the first pass, or a run of one symbol).
+    chain.clear();
+    for (uint32_t h = bucket[rank]; h != kEnd; h = chunks[h].older) chain.push_back(h);
     due.clear();
-    for (uint32_t c = bucket[rank]; c != kEnd; c = pool[c].next) due.push_back(c);
-    if (due.empty()) continue;
+    for (auto h = chain.rbegin(); h != chain.rend(); ++h) {
+      const Chunk& chunk = chunks[*h];
+      due.insert(due.end(), chunk.items, chunk.items + chunk.count);
+    }
     bucket[rank] = kEnd;
-    std::sort(due.begin(), due.end(),
-              [&](uint32_t a, uint32_t b) { return pool[a].left < pool[b].left; });
-    for (uint32_t k : due) {
-      const Candidate c = pool[k];
+    if (!std::is_sorted(due.begin(), due.end(), by_left)) {
+      std::sort(due.begin(), due.end(), by_left);
+    }
+    for (const Candidate& c : due) {
       Node& left = nodes[c.left];
       if (left.prev == kDead || left.next != c.right || left.id != c.left_id ||
           nodes[c.right].id != c.right_id) {
