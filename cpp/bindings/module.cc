@@ -10,13 +10,9 @@
 
 #include <algorithm>
 #include <array>
-#include <atomic>
-#include <condition_variable>
 #include <cstdint>
 #include <cstring>
-#include <mutex>
 #include <string>
-#include <thread>
 #include <tuple>
 #include <vector>
 
@@ -214,79 +210,23 @@ nb::object pretokenize(int pattern, nb::handle text) {
 nb::list encode_ids_batch(const BPEModel& model, int pattern,
                           const std::vector<std::string_view>& texts, std::size_t threads) {
   const tokenmill::SplitPattern p = split_pattern(pattern);
-  const std::size_t n = texts.size();
-  if (threads <= 1 || n < 2) {
-    std::vector<tokenmill::Encoded> results;
-    {
-      nb::gil_scoped_release release;
-      results = tokenmill::encode_texts(model, p, texts, false, 1);
-    }
-    nb::list out;
-    for (const auto& e : results) out.append(id_list(e.ids));
-    return out;
-  }
-  // The workers encode blocks of texts; meanwhile this thread, holding the GIL, turns each
-  // finished block into lists in input order, so building the lists overlaps the encoding
-  // instead of following it.
-  std::vector<std::vector<uint32_t>> ids(n);
-  const std::size_t block = std::max<std::size_t>(1, std::min<std::size_t>(64, n / (8 * threads)));
-  const std::size_t blocks = (n + block - 1) / block;
-  std::vector<char> done(blocks, 0);  // guarded by mutex
-  std::mutex mutex;
-  std::condition_variable finished;
-  std::atomic<std::size_t> next{0};
-  std::exception_ptr failure;
-  auto work = [&] {
-    tokenmill::Encoded local;
-    while (true) {
-      const std::size_t b = next.fetch_add(1);
-      if (b >= blocks) return;
-      try {
-        for (std::size_t t = b * block; t < std::min(n, (b + 1) * block); ++t) {
-          local.ids.clear();
-          tokenmill::encode_text(model, p, texts[t], false, local);
-          ids[t].assign(local.ids.begin(), local.ids.end());
-        }
-      } catch (...) {
-        std::lock_guard<std::mutex> lock(mutex);
-        if (!failure) failure = std::current_exception();
-      }
-      {
-        std::lock_guard<std::mutex> lock(mutex);
-        done[b] = 1;
-      }
-      finished.notify_one();
-    }
-  };
-  std::vector<std::thread> workers;
-  struct Join {  // the workers are joined on every way out, an exception included
-    std::vector<std::thread>& threads;
-    ~Join() {
-      for (auto& w : threads) {
-        if (w.joinable()) w.join();
-      }
-    }
-  } join{workers};
-  for (std::size_t k = 0; k < std::min(threads, blocks); ++k) workers.emplace_back(work);
-  nb::object out = nb::steal(PyList_New(static_cast<Py_ssize_t>(n)));
+  nb::object out = nb::steal(PyList_New(static_cast<Py_ssize_t>(texts.size())));
   if (!out.is_valid()) throw nb::python_error();
-  for (std::size_t b = 0; b < blocks; ++b) {
-    {
-      nb::gil_scoped_release release;
-      std::unique_lock<std::mutex> lock(mutex);
-      finished.wait(lock, [&] { return done[b] != 0; });
-      if (failure) break;
-    }
-    for (std::size_t t = b * block; t < std::min(n, (b + 1) * block); ++t) {
-      PyList_SET_ITEM(out.ptr(), static_cast<Py_ssize_t>(t), id_list(ids[t]).release().ptr());
-      std::vector<uint32_t>().swap(ids[t]);
-    }
-  }
   {
+    // Each finished block becomes lists with the GIL taken back for it, while the workers
+    // encode the rest: building the lists overlaps the encoding instead of following it.
     nb::gil_scoped_release release;
-    for (auto& w : workers) w.join();
+    tokenmill::encode_texts(model, p, texts, false, threads,
+                            [&](std::size_t first, std::size_t last,
+                                std::vector<tokenmill::Encoded>& results) {
+                              nb::gil_scoped_acquire acquire;
+                              for (std::size_t t = first; t < last; ++t) {
+                                PyList_SET_ITEM(out.ptr(), static_cast<Py_ssize_t>(t),
+                                                id_list(results[t].ids).release().ptr());
+                                std::vector<uint32_t>().swap(results[t].ids);
+                              }
+                            });
   }
-  if (failure) std::rethrow_exception(failure);
   return nb::borrow<nb::list>(out);
 }
 

@@ -30,26 +30,35 @@ constexpr std::size_t kBucketThreshold = 32768;
 // Chinese, where most pieces are long and distinct, 64 cost 7% in lookups that missed).
 constexpr std::size_t kMaxCachedWordBytes = 32;
 
-std::atomic<uint64_t> next_serial{1};
+std::atomic<uint64_t> next_serial{1};  // model serial numbers; 0 marks an empty cache slot
 
 // The pair filter: 2^21 bits, indexed by the top bits of a multiplicative hash of the pair.
 constexpr int kPairFilterBits = 21;
 constexpr std::size_t kPairFilterWords = (std::size_t{1} << kPairFilterBits) / 64;
 constexpr uint64_t kPairHashMul = 0x9E3779B97F4A7C15ULL;
-inline uint64_t pair_filter_bit(uint64_t key) { return (key * kPairHashMul) >> (64 - kPairFilterBits); }  // model serial numbers; 0 marks an empty cache slot
+inline uint64_t pair_filter_bit(uint64_t key) {
+  return (key * kPairHashMul) >> (64 - kPairFilterBits);
+}
 
 }  // namespace
 
-bool decode_byte_alphabet(std::string_view token, std::string& out) {
-  // Bytes that print as themselves keep their code point; the others (controls, space, 127-160,
-  // soft hyphen) are spelled U+0100, U+0101, ... in byte order.
+uint16_t byte_symbol(unsigned char b) {
   static const auto table = [] {
-    std::vector<int> byte_of(256 + 68, -1);
-    int next = 256;
-    for (int b = 0; b < 256; ++b) {
-      const bool prints = (b >= 33 && b <= 126) || (b >= 161 && b <= 172) || b >= 174;
-      byte_of[static_cast<std::size_t>(prints ? b : next++)] = b;
+    std::array<uint16_t, 256> cp{};
+    uint16_t next = 256;
+    for (int c = 0; c < 256; ++c) {
+      const bool prints = (c >= 33 && c <= 126) || (c >= 161 && c <= 172) || c >= 174;
+      cp[static_cast<std::size_t>(c)] = prints ? static_cast<uint16_t>(c) : next++;
     }
+    return cp;
+  }();
+  return table[b];
+}
+
+bool decode_byte_alphabet(std::string_view token, std::string& out) {
+  static const auto table = [] {  // code point -> byte, -1 for a character outside the alphabet
+    std::vector<int> byte_of(256 + 68, -1);
+    for (int b = 0; b < 256; ++b) byte_of[byte_symbol(static_cast<unsigned char>(b))] = b;
     return byte_of;
   }();
   out.clear();
@@ -68,18 +77,6 @@ bool decode_byte_alphabet(std::string_view token, std::string& out) {
   return true;
 }
 
-uint16_t byte_symbol(unsigned char b) {
-  static const auto table = [] {
-    std::array<uint16_t, 256> cp{};
-    uint16_t next = 256;
-    for (int c = 0; c < 256; ++c) {
-      const bool prints = (c >= 33 && c <= 126) || (c >= 161 && c <= 172) || c >= 174;
-      cp[static_cast<std::size_t>(c)] = prints ? static_cast<uint16_t>(c) : next++;
-    }
-    return cp;
-  }();
-  return table[b];
-}
 
 StringMap vocab_map(const std::vector<std::string>& tokens, const std::vector<uint32_t>& ids) {
   if (tokens.size() != ids.size()) throw Error("vocab tokens and ids differ in length");

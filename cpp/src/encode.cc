@@ -2,6 +2,9 @@
 
 #include <algorithm>
 #include <atomic>
+#include <condition_variable>
+#include <exception>
+#include <mutex>
 #include <thread>
 
 namespace tokenmill {
@@ -60,29 +63,35 @@ void encode_text(const BPEModel& model, SplitPattern pattern, std::string_view t
 
 std::vector<Encoded> encode_texts(const BPEModel& model, SplitPattern pattern,
                                   const std::vector<std::string_view>& texts, bool with_offsets,
-                                  std::size_t threads) {
+                                  std::size_t threads, const ReadyFn& ready) {
   std::vector<Encoded> out(texts.size());
   const std::size_t n = std::max<std::size_t>(1, std::min(threads, texts.size()));
   if (n == 1) {
     for (std::size_t t = 0; t < texts.size(); ++t) {
       encode_text(model, pattern, texts[t], with_offsets, out[t]);
     }
+    if (ready && !texts.empty()) ready(0, texts.size(), out);
     return out;
   }
-  // Threads take blocks of consecutive texts from a shared counter, so a long document does
-  // not idle the others; each text is encoded into the thread's own buffers and moved into its
-  // slot once (threads pushing into neighbouring slots would share cache lines all along).
+  // Workers take blocks of consecutive texts from a shared counter, so a long document does
+  // not idle the others; each text is encoded into the worker's own buffers and copied into
+  // its slot once (workers pushing into neighbouring slots would share cache lines all along).
+  // Meanwhile this thread hands each finished block to `ready`, in order.
+  const std::size_t block =
+      std::max<std::size_t>(1, std::min<std::size_t>(64, texts.size() / (8 * n)));
+  const std::size_t blocks = (texts.size() + block - 1) / block;
+  std::vector<char> done(blocks, 0);  // guarded by mutex
+  std::mutex mutex;
+  std::condition_variable finished;
   std::atomic<std::size_t> next{0};
-  const std::size_t block = std::max<std::size_t>(1, std::min<std::size_t>(64, texts.size() / (8 * n)));
-  std::vector<std::thread> workers;
-  for (std::size_t k = 0; k < n; ++k) {
-    workers.emplace_back([&] {
-      Encoded local;
-      while (true) {
-        const std::size_t first = next.fetch_add(block);
-        if (first >= texts.size()) break;
-        const std::size_t last = std::min(texts.size(), first + block);
-        for (std::size_t t = first; t < last; ++t) {
+  std::exception_ptr failure;
+  auto work = [&] {
+    Encoded local;
+    while (true) {
+      const std::size_t b = next.fetch_add(1);
+      if (b >= blocks) return;
+      try {
+        for (std::size_t t = b * block; t < std::min(texts.size(), (b + 1) * block); ++t) {
           local.ids.clear();
           local.starts.clear();
           local.ends.clear();
@@ -93,10 +102,37 @@ std::vector<Encoded> encode_texts(const BPEModel& model, SplitPattern pattern,
             out[t].ends.assign(local.ends.begin(), local.ends.end());
           }
         }
+      } catch (...) {
+        std::lock_guard<std::mutex> lock(mutex);
+        if (!failure) failure = std::current_exception();
       }
-    });
+      {
+        std::lock_guard<std::mutex> lock(mutex);
+        done[b] = 1;
+      }
+      finished.notify_one();
+    }
+  };
+  std::vector<std::thread> workers;
+  struct Join {  // the workers are joined on every way out, an exception from `ready` included
+    std::vector<std::thread>& threads;
+    ~Join() {
+      for (auto& w : threads) {
+        if (w.joinable()) w.join();
+      }
+    }
+  } join{workers};
+  for (std::size_t k = 0; k < std::min(n, blocks); ++k) workers.emplace_back(work);
+  for (std::size_t b = 0; b < blocks && ready; ++b) {
+    {
+      std::unique_lock<std::mutex> lock(mutex);
+      finished.wait(lock, [&] { return done[b] != 0; });
+      if (failure) break;
+    }
+    ready(b * block, std::min(texts.size(), (b + 1) * block), out);
   }
   for (auto& w : workers) w.join();
+  if (failure) std::rethrow_exception(failure);
   return out;
 }
 

@@ -217,54 +217,39 @@ size_t words(const S& s, size_t i) {
   return run(s, i, is_other_word);
 }
 
-// Where the piece starting at i ends. Every character matches some alternative; the guard
-// only keeps a scanner bug from looping forever.
-template <typename S>
-size_t next_end(SplitPattern pattern, const S& s, size_t i) {
-  size_t end = i;
+// fn(scanner) with the scanner of `pattern`: (text, i) -> where the piece from i ends.
+template <typename S, typename Fn>
+auto with_scanner(SplitPattern pattern, Fn fn) {
+  // (Lambdas, not function pointers: each scanner is its own type, so fn's loop inlines it.)
   switch (pattern) {
     case SplitPattern::kGPT2:
-      end = gpt2(s, i);
-      break;
+      return fn([](const S& s, size_t i) { return gpt2(s, i); });
     case SplitPattern::kCL100K:
-      end = cl100k(s, i);
-      break;
+      return fn([](const S& s, size_t i) { return cl100k(s, i); });
     case SplitPattern::kO200K:
-      end = o200k(s, i);
-      break;
+      return fn([](const S& s, size_t i) { return o200k(s, i); });
     case SplitPattern::kWords:
-      end = words(s, i);
       break;
   }
+  return fn([](const S& s, size_t i) { return words(s, i); });
+}
+
+// Every character matches some alternative; this guard only keeps a scanner bug from looping
+// forever.
+template <typename S>
+size_t past(const S& s, size_t i, size_t end) {
   return end > i ? end : i + char_at(s, i).len;
 }
 
-// The whole text, one scanner chosen once (its calls inline into this loop).
-template <typename S, typename Scan>
-void scan_all(const S& s, Scan scan, std::vector<uint32_t>& ends) {
-  for (size_t i = 0; i < s.size();) {
-    const size_t end = scan(s, i);
-    i = end > i ? end : i + char_at(s, i).len;
-    ends.push_back(static_cast<uint32_t>(i));
-  }
-}
-
+// The whole text, the scanner chosen once (its calls inline into this loop).
 template <typename S>
 void scan_text(SplitPattern pattern, const S& s, std::vector<uint32_t>& ends) {
-  switch (pattern) {
-    case SplitPattern::kGPT2:
-      scan_all(s, gpt2<S>, ends);
-      break;
-    case SplitPattern::kCL100K:
-      scan_all(s, cl100k<S>, ends);
-      break;
-    case SplitPattern::kO200K:
-      scan_all(s, o200k<S>, ends);
-      break;
-    case SplitPattern::kWords:
-      scan_all(s, words<S>, ends);
-      break;
-  }
+  with_scanner<S>(pattern, [&](auto scan) {
+    for (size_t i = 0; i < s.size();) {
+      i = past(s, i, scan(s, i));
+      ends.push_back(static_cast<uint32_t>(i));
+    }
+  });
 }
 
 }  // namespace
@@ -274,7 +259,8 @@ bool piece_dropped(SplitPattern pattern, std::string_view text, size_t i) {
 }
 
 size_t piece_end(SplitPattern pattern, std::string_view text, size_t i) {
-  return next_end(pattern, text, i);
+  return with_scanner<std::string_view>(
+      pattern, [&](auto scan) { return past(text, i, scan(text, i)); });
 }
 
 void pretokenize(SplitPattern pattern, std::string_view text, std::vector<uint32_t>& ends) {

@@ -4,6 +4,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -24,9 +25,15 @@ struct Encoded {
 void encode_text(const BPEModel& model, SplitPattern pattern, std::string_view text,
                  bool with_offsets, Encoded& out);
 
-// The texts split across up to `threads` threads; results in input order.
+// ready(first, last, results): texts [first, last) are encoded and results[first, last) may be
+// used (and emptied); called on the calling thread, in input order, while the other texts are
+// still being encoded.
+using ReadyFn = std::function<void(std::size_t, std::size_t, std::vector<Encoded>&)>;
+
+// The texts split across up to `threads` threads; results in input order. An exception from a
+// worker or from `ready` ends the call (after every worker has stopped).
 std::vector<Encoded> encode_texts(const BPEModel& model, SplitPattern pattern,
                                   const std::vector<std::string_view>& texts, bool with_offsets,
-                                  std::size_t threads);
+                                  std::size_t threads, const ReadyFn& ready = {});
 
 }  // namespace tokenmill
