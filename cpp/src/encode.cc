@@ -40,23 +40,33 @@ void to_characters(std::string_view text, std::vector<uint32_t>& starts,
 
 void encode_text(const BPEModel& model, SplitPattern pattern, std::string_view text,
                  bool with_offsets, Encoded& out) {
-  std::vector<TokenSpan> spans;
+  // Pieces are found a batch at a time and handed to the model together (encode_pieces).
+  constexpr std::size_t kBatch = BPEModel::kPieceBatch;
+  uint32_t bounds[2 * kBatch];
+  thread_local std::vector<TokenSpan> spans;  // kept from text to text: no allocation a text
+  // Room for a token every three bytes (English runs at four or five), so a text's ids rarely
+  // grow by copying.
+  out.ids.reserve(out.ids.size() + text.size() / 3 + 4);
   for (std::size_t i = 0; i < text.size();) {
-    const std::size_t j = piece_end(pattern, text, i);
-    if (piece_dropped(pattern, text, i)) {
+    std::size_t count = 0;
+    for (; count < kBatch && i < text.size();) {
+      const std::size_t j = piece_end(pattern, text, i);
+      if (!piece_dropped(pattern, text, i)) {
+        bounds[2 * count] = static_cast<uint32_t>(i);
+        bounds[2 * count + 1] = static_cast<uint32_t>(j);
+        ++count;
+      }
       i = j;
-      continue;
     }
     spans.clear();
-    model.encode_word(text.substr(i, j - i), spans);
-    for (const TokenSpan& s : spans) {
-      out.ids.push_back(s.id);
-      if (with_offsets) {
-        out.starts.push_back(static_cast<uint32_t>(i + s.start));
-        out.ends.push_back(static_cast<uint32_t>(i + s.end));
+    model.encode_pieces(text, bounds, count, spans);
+    for (const TokenSpan& s : spans) out.ids.push_back(s.id);
+    if (with_offsets) {
+      for (const TokenSpan& s : spans) {
+        out.starts.push_back(s.start);
+        out.ends.push_back(s.end);
       }
     }
-    i = j;
   }
   if (with_offsets) to_characters(text, out.starts, out.ends);
 }

@@ -34,7 +34,9 @@ struct TokenSpan {
   uint32_t end;
 };
 
-struct PairCacheEntry;  // bpe.cc: a per-thread cache of merge lookups
+struct PairCacheEntry;   // bpe.cc: a per-thread cache of merge lookups
+struct PieceCacheSet;    // bpe.cc: a per-thread cache of short pieces' tokens
+struct PieceKey;
 
 // The merge table's key of a pair of ids.
 inline uint64_t pair_key(uint32_t left, uint32_t right) {
@@ -93,6 +95,13 @@ class BPEModel {
   // Appends the tokens of one word (a pre-token) to out. Thread-safe.
   void encode_word(std::string_view word, std::vector<TokenSpan>& out) const;
 
+  // The pieces text[bounds[2k], bounds[2k + 1]) for k < count, in order, as encode_word each,
+  // with spans relative to text. Faster than one call a piece: the cache lines of a batch of
+  // pieces are asked for before any is used.
+  static constexpr std::size_t kPieceBatch = 16;
+  void encode_pieces(std::string_view text, const uint32_t* bounds, std::size_t count,
+                     std::vector<TokenSpan>& out) const;
+
   // BPE-dropout (Provilkov et al., 2020): as encode_word, but at every step each applicable
   // merge is skipped with probability `dropout`, in rank order, and the first one kept is
   // applied; when all are skipped the word is done. `rng` is a splitmix64 state, advanced once
@@ -118,6 +127,10 @@ class BPEModel {
   // shared_cache: whether to look in (and fill) the cache of recent words shared by threads.
   void encode_word_uncached(std::string_view word, std::vector<TokenSpan>& out,
                             bool shared_cache) const;
+  bool piece_cached() const;  // whether short pieces go through the per-thread piece cache
+  // A piece of up to 32 bytes through the piece cache; its spans start at offset.
+  void encode_short_piece(std::string_view piece, uint32_t offset, const PieceKey& key,
+                          PieceCacheSet& set, std::vector<TokenSpan>& out) const;
   void initial_symbols(std::string_view word, std::vector<Symbol>& syms) const;
   void initial_byte_symbols(std::string_view word, std::vector<Symbol>& syms) const;
   void apply_merges(std::vector<Symbol>& syms) const;
