@@ -491,9 +491,19 @@ NB_MODULE(_core, m) {
             nb::gil_scoped_release release;
             return model.merge_ids(ids);
           },
-          "ids"_a);
+          "ids"_a)
+      .def(
+          "backtracks",
+          [](const BPEModel& model) {
+            nb::gil_scoped_release release;  // the first call builds the tables
+            return model.backtracks();
+          },
+          "Whether long pieces are cut by backtracking (the vocabulary allows it).");
 
   m.def("pretokenize", &pretokenize, "pattern"_a, "text"_a);
+  m.def("set_backtrack_bytes", &tokenmill::set_backtrack_bytes, "bytes"_a,
+        "Pieces of at least `bytes` bytes are cut by backtracking (byte-level models whose "
+        "merges allow it); returns the previous threshold.");
   m.def(
       "load_ranks",
       [](const nb::bytes& data, std::size_t cache_capacity) {

@@ -4,8 +4,11 @@ corpus there. Zero mismatches is the bar."""
 
 from __future__ import annotations
 
+import base64
 import gzip
 import json
+import random
+import string
 
 import pytest
 import tiktoken
@@ -56,6 +59,39 @@ def test_every_line_of_every_corpus(corpus_lines, pairs, assert_same_ids):
         tok, ref = pairs[name]
         assert_same_ids(name, tok.encode_ordinary_batch(lines),
                         ref.encode_ordinary_batch(lines, num_threads=2))
+
+
+@pytest.mark.parametrize("name", ["cl100k_base", "o200k_base", "r50k_base"])
+def test_long_pieces_are_cut_by_backtracking_as_tiktoken_cuts_them(shared_data, encodings, pairs,
+                                                                   corpus_lines, name,
+                                                                   assert_same_ids):
+    # From 32,768 bytes a piece is cut by backtracking (cpp/src/bpe_backtrack.cc): the hostile
+    # inputs of issue 7 at 40 kB; then, with the threshold at one byte, every piece of a sample
+    # of the corpora and of random text over few letters (a fresh model each time, so no piece
+    # comes from the cache of another path).
+    from tokenmill import _core
+
+    ref = pairs[name][1]
+    rnd = random.Random(name)
+    hostile = ["a" * 40_000, "".join(rnd.choices(string.ascii_lowercase, k=40_000)),
+               "".join(rnd.choices(string.digits, k=40_000)),
+               base64.b64encode(rnd.randbytes(30_000)).decode("ascii"), "中" * 14_000,
+               "\n" * 40_000, "ab" * 20_000, "é" * 20_000]
+    small = ["".join(rnd.choices(letters, k=rnd.randint(1, 3000)))
+             for letters in ("ab", "abc", "aA0", "xyz .", "的一是", "éèà", "=-", " \n")
+             for _ in range(40)]
+    previous = _core.set_backtrack_bytes(32_768)
+    try:
+        tok = tokenmill.load(name, path=shared_data / encodings[name]["file"])
+        assert tok.native_plan()[0].backtracks()
+        assert_same_ids(name, tok.encode_ordinary_batch(hostile),
+                        ref.encode_ordinary_batch(hostile))
+        _core.set_backtrack_bytes(1)
+        tok = tokenmill.load(name, path=shared_data / encodings[name]["file"])
+        texts = small + corpus_lines[::40]
+        assert_same_ids(name, tok.encode_ordinary_batch(texts), ref.encode_ordinary_batch(texts))
+    finally:
+        _core.set_backtrack_bytes(previous)
 
 
 def test_special_tokens_follow_tiktokens_rules(pairs):

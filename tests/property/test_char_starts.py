@@ -75,3 +75,62 @@ def test_a_long_run_of_one_letter_merges_leftmost_first():
     heap_only = BPE(vocab, [("qq", "q"), *merges, ("q", "q")])
     word = "a" * 40001  # (a, a) leftmost first: 20,000 times "aa", then "aa" + "a" at the end
     assert build_up.encode_word(word) == heap_only.encode_word(word) == ["aa"] * 19999 + ["aaa"]
+
+
+def backtracking_everywhere(check):
+    """Runs check() with every piece cut by backtracking where the vocabulary allows it."""
+    from tokenmill import _core
+
+    previous = _core.set_backtrack_bytes(1)
+    try:
+        check()
+    finally:
+        _core.set_backtrack_bytes(previous)
+
+
+@settings(max_examples=150, deadline=None)
+@given(corpora, st.integers(260, 330), st.lists(texts, min_size=1, max_size=5))
+def test_backtracking_equals_plain_merging(corpus, vocab_size, probes):
+    # Trained vocabularies: where one holds a token that its own bytes do not merge back into,
+    # the core keeps to merging by rank; either way the ids are plain merging's.
+    tok = byte_level(corpus, vocab_size)
+    python_path = Tokenizer(tok.model, normalizer=normalizers.Sequence([]),
+                            pre_tokenizer=tok.pre_tokenizer)
+
+    def check():
+        for text in corpus + probes:
+            fast, slow = tok.encode(text), python_path.encode(text)
+            assert (fast.ids, fast.offsets) == (slow.ids, slow.offsets)
+
+    backtracking_everywhere(check)
+
+
+def byte_vocab_model(merges: list[tuple[str, str]]) -> Tokenizer:
+    vocab = {c: i for i, c in enumerate(pre_tokenizers.ByteLevel.alphabet())}
+    for left, right in merges:
+        vocab.setdefault(left + right, len(vocab))
+    return Tokenizer(BPE(vocab, merges),
+                     pre_tokenizer=pre_tokenizers.ByteLevel(add_prefix_space=False))
+
+
+def test_backtracking_only_where_every_token_merges_back_into_itself():
+    # "abc" is made of "ab" + "c", but the bytes a b c merge b + c first and never get back to
+    # "abc": cutting by backtracking would give it, so that vocabulary keeps to merging by rank.
+    # Without the merge of b + c it is its own.
+    inconsistent = byte_vocab_model([("b", "c"), ("a", "b"), ("ab", "c")])
+    consistent = byte_vocab_model([("a", "b"), ("b", "c"), ("ab", "c")])
+    assert not inconsistent.native_plan()[0].backtracks()
+    assert consistent.native_plan()[0].backtracks()
+    rnd = random.Random(3)
+    texts = ["abc" * 50, "".join(rnd.choices("abc", k=500)), "".join(rnd.choices("abcc", k=999))]
+
+    def check():
+        for tok in (inconsistent, consistent):
+            plain = Tokenizer(tok.model, normalizer=normalizers.Sequence([]),
+                              pre_tokenizer=tok.pre_tokenizer)
+            for text in texts:
+                assert tok.encode(text).ids == plain.encode(text).ids
+
+    backtracking_everywhere(check)
+    assert inconsistent.encode("abc").tokens == ["a", "bc"]
+    assert consistent.encode("abc").tokens == ["abc"]

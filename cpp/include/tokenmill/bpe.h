@@ -4,6 +4,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <memory>
 #include <mutex>
 #include <string>
 #include <string_view>
@@ -84,6 +85,10 @@ StringMap vocab_map(const std::vector<std::string>& tokens, const std::vector<ui
 // applying a merge never enables one of lower rank); bpe_long.cc relies on it.
 bool merges_build_up(const std::vector<Merge>& merges);
 
+// Pieces of at least this many bytes are cut by backtracking when the vocabulary allows it
+// (every model; 32768 unless changed). Returns the previous value.
+std::size_t set_backtrack_bytes(std::size_t bytes);
+
 class BPEModel {
  public:
   // vocab: (token, id) pairs; merges in rank order (rank = index).
@@ -115,6 +120,10 @@ class BPEModel {
   std::size_t decode_bytes(const std::vector<uint32_t>& ids, const std::vector<uint32_t>& skip,
                            const std::vector<uint32_t>& stop, std::string& out) const;
 
+  // Whether pieces from set_backtrack_bytes() on are cut by backtracking: the vocabulary
+  // allows it (the first call builds its tables).
+  bool backtracks() const { return backtrack() != nullptr; }
+
   // Applies merges by rank to a sequence of ids (the symbols a caller chose); the teaching path.
   std::vector<uint32_t> merge_ids(const std::vector<uint32_t>& ids) const;
 
@@ -137,6 +146,23 @@ class BPEModel {
   void apply_merges_heap(std::vector<Symbol>& syms, double dropout = 0.0,
                          uint64_t* rng = nullptr) const;
   void apply_merges_buckets(std::vector<Symbol>& syms, PairCacheEntry* cache) const;
+
+  // Long pieces by backtracking (bpe_backtrack.cc): the tables, built on first use; null when
+  // the vocabulary does not allow it.
+  struct Backtrack;
+  const Backtrack* backtrack() const;
+  std::shared_ptr<const Backtrack> build_backtrack() const;
+  // Appends word's tokens; false (and nothing appended) if no encoding was found, which the
+  // tables' checks rule out.
+  bool encode_backtrack(const Backtrack& bt, std::string_view word, std::vector<TokenSpan>& out,
+                        PairCacheEntry* cache) const;
+  // Whether merging the bytes of left and right gives them back, no merge of the pairs met on
+  // their boundary firing at a rank below `limit` before (~0: no limit).
+  bool compatible(const Backtrack& bt, uint32_t left, uint32_t right, PairCacheEntry* cache,
+                  uint64_t limit) const;
+  static PairCacheEntry* pair_cache_of_thread();
+  mutable std::once_flag backtrack_once_;
+  mutable std::shared_ptr<const Backtrack> backtrack_;
   bool lookup(std::string_view token, uint32_t& id) const;
   // cache: this thread's pair cache (looked up once per word: thread-local access is a call).
   bool find_merge(uint32_t left, uint32_t right, uint32_t& rank, uint32_t& result,

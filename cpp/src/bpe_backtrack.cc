@@ -1,0 +1,288 @@
+// Long pieces by backtracking, in time linear in their length and with memory read in order.
+//
+// The idea is the one of the `bpe` crate of GitHub's rust-gems (its README explains it): the
+// tokens that byte-pair merging gives a text are the one way to cut the text into tokens such
+// that every two neighbours are "compatible", i.e. merging the bytes of the two alone gives back
+// exactly those two. So the text can be cut left to right, taking the longest token that fits
+// and is compatible with the one before, trying shorter ones when it is not, and stepping back
+// when none is; a position found to lead nowhere is remembered, so each is given up at most once.
+//
+// That holds when every token, merged from its own bytes, comes out as itself, and when each
+// token is made by one merge of two tokens made before it: build_backtrack checks both (on the
+// vocabularies of tiktoken and of trained models they hold) and otherwise returns null, and
+// long pieces take the bucket walk instead.
+//
+// The longest token at a position comes from a table of every token's prefixes, keyed by a hash
+// that extends byte by byte.
+//
+// Compatibility of (a, b) replays, backwards, what stood on either side of the boundary while
+// a and b were being made: the one made last is split into its parts, and each pair met on the
+// way must not have a merge that would have fired before the merge that split it.
+
+#include <algorithm>
+
+#include "tokenmill/bpe.h"
+
+namespace tokenmill {
+
+namespace {
+constexpr uint32_t kNone = ~uint32_t{0};
+
+// The key of a string in the prefix table: FNV-1a over its bytes, so the keys of all of a
+// string's prefixes come one byte at a time. ~0 is the table's empty key: it becomes 0.
+constexpr uint64_t kPrefixSeed = 0xCBF29CE484222325ULL;
+inline uint64_t prefix_step(uint64_t h, unsigned char byte) {
+  return (h ^ byte) * 0x100000001B3ULL;
+}
+inline uint64_t prefix_key(uint64_t h) { return h == ~uint64_t{0} ? 0 : h; }
+}  // namespace
+
+struct BPEModel::Backtrack {
+  // Every prefix of every token, by prefix_key: token + 1 if the prefix is a token, else 0.
+  // Keys are hashes, so a token found here is checked against the text before it is used; a
+  // prefix is never missing (each is added from the token that has it).
+  PairMap prefixes;
+  // By token id (kNone / 0 for ids the encoder never gives):
+  std::vector<uint32_t> shorter;  // the longest token that is a proper prefix of the token
+  std::vector<uint32_t> length;   // bytes
+  std::vector<uint32_t> made;     // 1 + the rank of the merge that makes the token; 0: a byte
+  std::vector<uint32_t> left;     // the merge's parts
+  std::vector<uint32_t> right;
+  std::vector<std::string_view> spelling;  // the token's bytes (the vocabulary's own copy)
+  // The first two steps of a longest match without the prefix table: each byte's token, and
+  // for each two bytes, token + 1 if they are one (else 0), with kLonger if a longer token
+  // starts with them.
+  static constexpr uint32_t kLonger = uint32_t{1} << 31;
+  uint32_t byte_token[256];
+  std::vector<uint32_t> two_bytes;
+};
+
+const BPEModel::Backtrack* BPEModel::backtrack() const {
+  std::call_once(backtrack_once_, [this] { backtrack_ = build_backtrack(); });
+  return backtrack_.get();
+}
+
+std::shared_ptr<const BPEModel::Backtrack> BPEModel::build_backtrack() const {
+  if (!options_.byte_symbols || !merges_build_up_) return nullptr;
+  auto bt = std::make_shared<Backtrack>();
+  uint32_t max_id = 0;
+  for (int b = 0; b < 256; ++b) {
+    if (symbol_of_byte_[b] < 0) return nullptr;  // a byte the vocabulary cannot spell
+    max_id = std::max(max_id, static_cast<uint32_t>(symbol_of_byte_[b]));
+  }
+  merges_.for_each([&](uint64_t key, uint64_t value) {
+    max_id = std::max({max_id, static_cast<uint32_t>(key >> 32),
+                       static_cast<uint32_t>(key & 0xFFFFFFFFu),
+                       static_cast<uint32_t>(value & 0xFFFFFFFFu)});
+  });
+  if (max_id >= Backtrack::kLonger - 1) return nullptr;
+  const std::size_t ids = std::size_t{max_id} + 1;
+  bt->made.assign(ids, 0);
+  bt->left.assign(ids, kNone);
+  bt->right.assign(ids, kNone);
+  bt->length.assign(ids, 0);
+  bt->shorter.assign(ids, kNone);
+  bt->spelling.assign(ids, std::string_view());
+  std::vector<char> is_byte(ids, 0);
+  std::vector<uint32_t> order;  // bytes, then made tokens by rank
+  order.reserve(merges_.size() + 256);
+  for (int b = 0; b < 256; ++b) {
+    const auto id = static_cast<uint32_t>(symbol_of_byte_[b]);
+    if (is_byte[id]) return nullptr;  // two bytes, one token
+    is_byte[id] = 1;
+    order.push_back(id);
+  }
+  bool unique = true;
+  const std::size_t first_made = order.size();
+  merges_.for_each([&](uint64_t key, uint64_t value) {
+    const auto result = static_cast<uint32_t>(value & 0xFFFFFFFFu);
+    if (bt->made[result] != 0 || is_byte[result]) unique = false;  // made twice, or a byte
+    bt->made[result] = static_cast<uint32_t>(value >> 32) + 1;
+    bt->left[result] = static_cast<uint32_t>(key >> 32);
+    bt->right[result] = static_cast<uint32_t>(key & 0xFFFFFFFFu);
+    order.push_back(result);
+  });
+  if (!unique) return nullptr;
+  std::sort(order.begin() + static_cast<std::ptrdiff_t>(first_made), order.end(),
+            [&](uint32_t a, uint32_t b) { return bt->made[a] < bt->made[b]; });
+  bool one_spelling = true;
+  vocab_.for_each([&](std::string_view token, uint32_t id) {
+    if (id >= ids || (bt->made[id] == 0 && !is_byte[id])) return;  // not one the encoder gives
+    if (bt->spelling[id].data() != nullptr) one_spelling = false;
+    bt->spelling[id] = token;
+  });
+  if (!one_spelling) return nullptr;
+  // Each token, in the order made: it must be spelled as its parts, and merging its own bytes
+  // must give it back, i.e. no merge across its parts' boundary fires before its own (its parts
+  // came back as themselves, being made before it).
+  std::size_t added = 256;
+  for (std::size_t k = 0; k < order.size(); ++k) {
+    const uint32_t t = order[k];
+    const std::string_view bytes = bt->spelling[t];
+    if (bytes.data() == nullptr || bytes.size() > 0xFFFF) return nullptr;
+    bt->length[t] = static_cast<uint32_t>(bytes.size());
+    if (k < first_made) {
+      if (bytes.size() != 1) return nullptr;
+      continue;
+    }
+    const std::string_view l = bt->spelling[bt->left[t]];
+    const std::string_view r = bt->spelling[bt->right[t]];
+    if (l.data() == nullptr || r.data() == nullptr || bytes.size() != l.size() + r.size() ||
+        bytes.substr(0, l.size()) != l || bytes.substr(l.size()) != r ||
+        !compatible(*bt, bt->left[t], bt->right[t], pair_cache_of_thread(), bt->made[t] - 1)) {
+      return nullptr;
+    }
+    added += r.size();
+  }
+  // The prefix table. A token's prefixes up to its left part's length are the left part's,
+  // added before it: only the longer ones are new.
+  bt->prefixes.reserve(added);
+  for (std::size_t k = 0; k < order.size(); ++k) {
+    const uint32_t t = order[k];
+    const std::string_view bytes = bt->spelling[t];
+    const std::size_t from = k < first_made ? 0 : bt->length[bt->left[t]];
+    uint64_t h = kPrefixSeed;
+    for (std::size_t i = 0; i < bytes.size(); ++i) {
+      h = prefix_step(h, static_cast<unsigned char>(bytes[i]));
+      if (i < from) continue;
+      const uint64_t key = prefix_key(h);
+      const uint64_t value = i + 1 == bytes.size() ? uint64_t{t} + 1 : 0;
+      uint64_t* slot = bt->prefixes.find_value(key);
+      if (slot == nullptr) {
+        bt->prefixes.insert(key, value);
+      } else if (value != 0) {
+        if (*slot != 0) return nullptr;  // two tokens with one key: give up on the table
+        *slot = value;
+      }
+    }
+  }
+  for (int b = 0; b < 256; ++b) bt->byte_token[b] = static_cast<uint32_t>(symbol_of_byte_[b]);
+  bt->two_bytes.assign(std::size_t{1} << 16, 0);
+  for (std::size_t k = first_made; k < order.size(); ++k) {
+    const std::string_view bytes = bt->spelling[order[k]];
+    uint32_t& two = bt->two_bytes[std::size_t{static_cast<unsigned char>(bytes[0])} << 8 |
+                                  static_cast<unsigned char>(bytes[1])];
+    two |= bytes.size() == 2 ? order[k] + 1 : Backtrack::kLonger;
+  }
+  // Each made token's longest shorter token: its left part, or a longer prefix that is one.
+  for (std::size_t k = first_made; k < order.size(); ++k) {
+    const uint32_t t = order[k];
+    const std::string_view bytes = bt->spelling[t];
+    uint32_t best = bt->left[t];
+    uint64_t h = kPrefixSeed;
+    for (std::size_t i = 0; i + 1 < bytes.size(); ++i) {
+      h = prefix_step(h, static_cast<unsigned char>(bytes[i]));
+      uint64_t value = 0;
+      if (i + 1 > bt->length[best] && bt->prefixes.find(prefix_key(h), value) && value != 0 &&
+          bt->spelling[value - 1] == bytes.substr(0, i + 1)) {
+        best = static_cast<uint32_t>(value - 1);
+      }
+    }
+    bt->shorter[t] = best;
+  }
+  return bt;
+}
+
+bool BPEModel::compatible(const Backtrack& bt, uint32_t a, uint32_t b, PairCacheEntry* cache,
+                          uint64_t limit) const {
+  // A merge of the pair at the boundary fires if its rank is below `limit`, the rank of the
+  // merge that ends the pair (by making one side bigger). Ties go to the leftmost pair.
+  while (true) {
+    uint32_t rank = 0;
+    uint32_t result = 0;
+    if (find_merge(a, b, rank, result, cache) && rank < limit) return false;
+    const uint32_t made_a = bt.made[a];
+    const uint32_t made_b = bt.made[b];
+    if (made_a > made_b) {  // a was made last: before, its right part stood beside b
+      limit = made_a - 1;   // a's merge, left of the boundary pair, wins a tie
+      a = bt.right[a];
+    } else if (made_b > 0) {  // b was made last (or a == b: the right one is made later)
+      limit = made_b;         // the boundary pair, left of b's merge, wins a tie
+      b = bt.left[b];
+    } else {
+      return true;  // two bytes that do not merge
+    }
+  }
+}
+
+bool BPEModel::encode_backtrack(const Backtrack& bt, std::string_view word,
+                                std::vector<TokenSpan>& out, PairCacheEntry* cache) const {
+  const std::size_t n = word.size();
+  // dead[p]: no encoding of the rest goes on from position p (found by stepping back from it).
+  std::vector<uint64_t> dead(n / 64 + 1, 0);
+  auto is_dead = [&](std::size_t p) { return (dead[p >> 6] >> (p & 63)) & 1; };
+  // The longest token at p (every byte is one, so there always is one); kNone if the table
+  // named a token the text does not hold (two strings with one key).
+  auto longest = [&](std::size_t p) {
+    const auto b0 = static_cast<unsigned char>(word[p]);
+    uint32_t best = bt.byte_token[b0];
+    if (p + 1 == n) return best;
+    const uint32_t two = bt.two_bytes[std::size_t{b0} << 8 | static_cast<unsigned char>(word[p + 1])];
+    if ((two & ~Backtrack::kLonger) != 0) best = (two & ~Backtrack::kLonger) - 1;
+    if ((two & Backtrack::kLonger) == 0) return best;
+    // Three bytes and more: the prefix table. The keys of the next few prefixes do not depend
+    // on the lookups, so their lines are asked for together.
+    constexpr std::size_t kAhead = 6;
+    uint64_t keys[kAhead];
+    uint64_t h = prefix_step(prefix_step(kPrefixSeed, b0), static_cast<unsigned char>(word[p + 1]));
+    const std::size_t ahead = std::min(kAhead, n - p - 2);
+    for (std::size_t j = 0; j < ahead; ++j) {
+      h = prefix_step(h, static_cast<unsigned char>(word[p + 2 + j]));
+      keys[j] = prefix_key(h);
+      bt.prefixes.prefetch(keys[j]);
+    }
+    uint32_t found = kNone;
+    uint64_t value = 0;
+    for (std::size_t i = p + 2; i < n; ++i) {
+      uint64_t key = 0;
+      if (i - p - 2 < ahead) {
+        key = keys[i - p - 2];
+      } else {
+        h = prefix_step(h, static_cast<unsigned char>(word[i]));
+        key = prefix_key(h);
+      }
+      if (!bt.prefixes.find(key, value)) break;
+      if (value != 0) found = static_cast<uint32_t>(value - 1);
+    }
+    if (found == kNone) return best;
+    return word.substr(p, bt.length[found]) == bt.spelling[found] ? found : kNone;
+  };
+  std::vector<uint32_t> tokens;
+  tokens.reserve(n / 2 + 1);
+  std::size_t pos = 0;
+  uint32_t next = longest(0);
+  while (pos < n) {
+    if (next == kNone) return false;
+    uint32_t token = next;
+    const bool first = tokens.empty();
+    const uint32_t last = first ? kNone : tokens.back();
+    while (true) {
+      const std::size_t end = pos + bt.length[token];
+      if (!is_dead(end) && (first || compatible(bt, last, token, cache, ~uint64_t{0}))) {
+        tokens.push_back(token);
+        pos = end;
+        if (pos < n) next = longest(pos);
+        break;
+      }
+      if (bt.shorter[token] != kNone) {
+        token = bt.shorter[token];
+        continue;
+      }
+      // Nothing goes on from here after `last`: step back and try it shorter.
+      dead[pos >> 6] |= uint64_t{1} << (pos & 63);
+      if (first) return false;  // no encoding at all: the checks above rule it out
+      tokens.pop_back();
+      pos -= bt.length[last];
+      next = last;
+      break;
+    }
+  }
+  uint32_t at = 0;
+  for (uint32_t t : tokens) {
+    out.push_back({t, at, at + bt.length[t]});
+    at += bt.length[t];
+  }
+  return true;
+}
+
+}  // namespace tokenmill
