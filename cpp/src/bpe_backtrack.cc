@@ -29,19 +29,70 @@ namespace {
 constexpr uint32_t kNone = ~uint32_t{0};
 
 // The key of a string in the prefix table: FNV-1a over its bytes, so the keys of all of a
-// string's prefixes come one byte at a time. ~0 is the table's empty key: it becomes 0.
+// string's prefixes come one byte at a time, then one multiply to spread them (the table takes
+// its slot from the top bits). Never 0, the table's empty key.
 constexpr uint64_t kPrefixSeed = 0xCBF29CE484222325ULL;
 inline uint64_t prefix_step(uint64_t h, unsigned char byte) {
   return (h ^ byte) * 0x100000001B3ULL;
 }
-inline uint64_t prefix_key(uint64_t h) { return h == ~uint64_t{0} ? 0 : h; }
+inline uint64_t prefix_key(uint64_t h) { return ((h ^ (h >> 31)) * 0x9E3779B97F4A7C15ULL) | 1; }
+
+// Prefix key -> value, open addressing on the key's top bits (the keys are hashes already),
+// at most half full.
+class PrefixTable {
+ public:
+  void reserve(std::size_t n) {
+    std::size_t bits = 4;
+    while ((std::size_t{1} << bits) < 2 * n + 1) ++bits;
+    slots_.assign(std::size_t{1} << bits, Slot{0, 0, 0});
+    shift_ = 64 - static_cast<int>(bits);
+    mask_ = slots_.size() - 1;
+  }
+  void prefetch(uint64_t key) const { __builtin_prefetch(&slots_[key >> shift_]); }
+  bool find(uint64_t key, uint32_t& value) const {
+    for (std::size_t i = key >> shift_;; i = (i + 1) & mask_) {
+      if (slots_[i].key == key) {
+        value = slots_[i].value;
+        return true;
+      }
+      if (slots_[i].key == 0) return false;
+    }
+  }
+  // The value of key, added as 0 if absent (the table must have room: reserve).
+  uint32_t& at(uint64_t key) {
+    std::size_t i = key >> shift_;
+    while (slots_[i].key != key && slots_[i].key != 0) i = (i + 1) & mask_;
+    slots_[i].key = key;
+    return slots_[i].value;
+  }
+
+ private:
+  struct Slot {
+    uint64_t key;
+    uint32_t value;
+    uint32_t unused;  // 16 bytes a slot, four to a line
+  };
+  std::vector<Slot> slots_;
+  int shift_ = 64;
+  std::size_t mask_ = 0;
+};
+
+// Whether text at p starts with token (inline: tokens are short, and a library call per match
+// cost more than the compare).
+inline bool spelled_at(std::string_view text, std::size_t p, std::string_view token) {
+  if (token.size() > text.size() - p) return false;
+  for (std::size_t i = 0; i < token.size(); ++i) {
+    if (text[p + i] != token[i]) return false;
+  }
+  return true;
+}
 }  // namespace
 
 struct BPEModel::Backtrack {
   // Every prefix of every token, by prefix_key: token + 1 if the prefix is a token, else 0.
   // Keys are hashes, so a token found here is checked against the text before it is used; a
   // prefix is never missing (each is added from the token that has it).
-  PairMap prefixes;
+  PrefixTable prefixes;
   // By token id (kNone / 0 for ids the encoder never gives):
   std::vector<uint32_t> shorter;  // the longest token that is a proper prefix of the token
   std::vector<uint32_t> length;   // bytes
@@ -145,14 +196,12 @@ std::shared_ptr<const BPEModel::Backtrack> BPEModel::build_backtrack() const {
     for (std::size_t i = 0; i < bytes.size(); ++i) {
       h = prefix_step(h, static_cast<unsigned char>(bytes[i]));
       if (i < from) continue;
-      const uint64_t key = prefix_key(h);
-      const uint64_t value = i + 1 == bytes.size() ? uint64_t{t} + 1 : 0;
-      uint64_t* slot = bt->prefixes.find_value(key);
-      if (slot == nullptr) {
-        bt->prefixes.insert(key, value);
-      } else if (value != 0) {
-        if (*slot != 0) return nullptr;  // two tokens with one key: give up on the table
-        *slot = value;
+      if (i + 1 < bytes.size()) {
+        bt->prefixes.at(prefix_key(h));
+      } else {
+        uint32_t& value = bt->prefixes.at(prefix_key(h));
+        if (value != 0) return nullptr;  // two tokens with one key: give up on the table
+        value = t + 1;
       }
     }
   }
@@ -172,10 +221,10 @@ std::shared_ptr<const BPEModel::Backtrack> BPEModel::build_backtrack() const {
     uint64_t h = kPrefixSeed;
     for (std::size_t i = 0; i + 1 < bytes.size(); ++i) {
       h = prefix_step(h, static_cast<unsigned char>(bytes[i]));
-      uint64_t value = 0;
+      uint32_t value = 0;
       if (i + 1 > bt->length[best] && bt->prefixes.find(prefix_key(h), value) && value != 0 &&
           bt->spelling[value - 1] == bytes.substr(0, i + 1)) {
-        best = static_cast<uint32_t>(value - 1);
+        best = value - 1;
       }
     }
     bt->shorter[t] = best;
@@ -222,7 +271,7 @@ bool BPEModel::encode_backtrack(const Backtrack& bt, std::string_view word,
     if ((two & Backtrack::kLonger) == 0) return best;
     // Three bytes and more: the prefix table. The keys of the next few prefixes do not depend
     // on the lookups, so their lines are asked for together.
-    constexpr std::size_t kAhead = 6;
+    constexpr std::size_t kAhead = 3;
     uint64_t keys[kAhead];
     uint64_t h = prefix_step(prefix_step(kPrefixSeed, b0), static_cast<unsigned char>(word[p + 1]));
     const std::size_t ahead = std::min(kAhead, n - p - 2);
@@ -232,7 +281,7 @@ bool BPEModel::encode_backtrack(const Backtrack& bt, std::string_view word,
       bt.prefixes.prefetch(keys[j]);
     }
     uint32_t found = kNone;
-    uint64_t value = 0;
+    uint32_t value = 0;
     for (std::size_t i = p + 2; i < n; ++i) {
       uint64_t key = 0;
       if (i - p - 2 < ahead) {
@@ -242,10 +291,10 @@ bool BPEModel::encode_backtrack(const Backtrack& bt, std::string_view word,
         key = prefix_key(h);
       }
       if (!bt.prefixes.find(key, value)) break;
-      if (value != 0) found = static_cast<uint32_t>(value - 1);
+      if (value != 0) found = value - 1;
     }
     if (found == kNone) return best;
-    return word.substr(p, bt.length[found]) == bt.spelling[found] ? found : kNone;
+    return spelled_at(word, p, bt.spelling[found]) ? found : kNone;
   };
   std::vector<uint32_t> tokens;
   tokens.reserve(n / 2 + 1);
