@@ -7,6 +7,8 @@
 #include <mutex>
 #include <thread>
 
+#include <unistd.h>
+
 namespace tokenmill {
 
 namespace {
@@ -35,6 +37,85 @@ void to_characters(std::string_view text, std::vector<uint32_t>& starts,
   convert(starts, false);
   convert(ends, true);
 }
+
+// Encoding threads kept from call to call: the piece cache belongs to a thread, so a batch on
+// new threads began with empty caches (and 4 MiB to clear in each) every time; two threads
+// then ran 1.2-1.4x one. One batch runs on the pool at a time; a batch that finds it busy
+// (another Python thread's, the GIL being released) starts threads of its own as before.
+class Pool {
+ public:
+  // This process's pool (after a fork, the child makes its own: the parent's threads are not
+  // there). Never destroyed: its threads wait on it until the process ends.
+  static Pool& get() {
+    static Pool* pool = new Pool();
+    static pid_t owner = getpid();
+    static std::mutex guard;
+    std::lock_guard<std::mutex> lock(guard);
+    if (getpid() != owner) {
+      pool = new Pool();  // the parent's stays as it was (its mutexes may be held)
+      owner = getpid();
+    }
+    return *pool;
+  }
+
+  // Starts fn on k threads of the pool; false (nothing started) if another batch has it.
+  // Every start that returned true must be followed by wait(). fn must not throw.
+  bool start(std::size_t k, const std::function<void()>& fn) {
+    if (busy_.exchange(true)) return false;
+    std::lock_guard<std::mutex> lock(mutex_);
+    while (threads_ < k) {
+      std::thread([this] { loop(); }).detach();
+      ++threads_;
+    }
+    task_ = &fn;
+    wanted_ = k;
+    started_ = 0;
+    finished_ = 0;
+    ++generation_;
+    wake_.notify_all();
+    return true;
+  }
+
+  // Returns when every thread of the batch started has returned from fn.
+  void wait() {
+    {
+      std::unique_lock<std::mutex> lock(mutex_);
+      done_.wait(lock, [&] { return finished_ == wanted_; });
+      task_ = nullptr;
+    }
+    busy_.store(false);
+  }
+
+ private:
+  void loop() {
+    uint64_t seen = 0;
+    std::unique_lock<std::mutex> lock(mutex_);
+    while (true) {
+      wake_.wait(lock, [&] { return generation_ != seen && started_ < wanted_; });
+      seen = generation_;
+      ++started_;
+      const std::function<void()>* fn = task_;
+      lock.unlock();
+      try {
+        (*fn)();
+      } catch (...) {  // fn catches its own; nothing may escape a pool thread
+      }
+      lock.lock();
+      if (++finished_ == wanted_) done_.notify_one();
+    }
+  }
+
+  std::atomic<bool> busy_{false};  // a batch has the pool
+  std::mutex mutex_;                // guards the rest
+  std::condition_variable wake_;
+  std::condition_variable done_;
+  const std::function<void()>* task_ = nullptr;
+  uint64_t generation_ = 0;
+  std::size_t threads_ = 0;
+  std::size_t wanted_ = 0;
+  std::size_t started_ = 0;
+  std::size_t finished_ = 0;
+};
 
 }  // namespace
 
@@ -95,53 +176,77 @@ std::vector<Encoded> encode_texts(const BPEModel& model, SplitPattern pattern,
   std::condition_variable finished;
   std::atomic<std::size_t> next{0};
   std::exception_ptr failure;
+  // Takes the next block and encodes it; false when none is left.
+  auto encode_block = [&](Encoded& local) {
+    const std::size_t b = next.fetch_add(1);
+    if (b >= blocks) return false;
+    try {
+      for (std::size_t t = b * block; t < std::min(texts.size(), (b + 1) * block); ++t) {
+        local.ids.clear();
+        local.starts.clear();
+        local.ends.clear();
+        encode_text(model, pattern, texts[t], with_offsets, local);
+        out[t].ids.assign(local.ids.begin(), local.ids.end());
+        if (with_offsets) {
+          out[t].starts.assign(local.starts.begin(), local.starts.end());
+          out[t].ends.assign(local.ends.begin(), local.ends.end());
+        }
+      }
+    } catch (...) {
+      std::lock_guard<std::mutex> lock(mutex);
+      if (!failure) failure = std::current_exception();
+    }
+    {
+      std::lock_guard<std::mutex> lock(mutex);
+      done[b] = 1;
+    }
+    finished.notify_one();
+    return true;
+  };
   auto work = [&] {
     Encoded local;
-    while (true) {
-      const std::size_t b = next.fetch_add(1);
-      if (b >= blocks) return;
-      try {
-        for (std::size_t t = b * block; t < std::min(texts.size(), (b + 1) * block); ++t) {
-          local.ids.clear();
-          local.starts.clear();
-          local.ends.clear();
-          encode_text(model, pattern, texts[t], with_offsets, local);
-          out[t].ids.assign(local.ids.begin(), local.ids.end());
-          if (with_offsets) {
-            out[t].starts.assign(local.starts.begin(), local.starts.end());
-            out[t].ends.assign(local.ends.begin(), local.ends.end());
-          }
-        }
-      } catch (...) {
-        std::lock_guard<std::mutex> lock(mutex);
-        if (!failure) failure = std::current_exception();
-      }
-      {
-        std::lock_guard<std::mutex> lock(mutex);
-        done[b] = 1;
-      }
-      finished.notify_one();
+    while (encode_block(local)) {
     }
   };
-  std::vector<std::thread> workers;
+  // n - 1 workers run on the pool (or, when another batch has it, on threads of their own);
+  // this thread is the n-th: it hands each finished block to `ready`, in order, and encodes a
+  // block itself whenever the next one in order is not finished (a thread of its own for the
+  // lists, beside n encoders, left the cores oversubscribed and idle by turns).
+  const std::size_t k = std::min(n, blocks) - 1;
+  const std::function<void()> task = work;
+  Pool& pool = Pool::get();
   struct Join {  // the workers are joined on every way out, an exception from `ready` included
-    std::vector<std::thread>& threads;
-    ~Join() {
-      for (auto& w : threads) {
+    Pool* pool;  // null when the pool was busy (or not needed)
+    std::vector<std::thread> own;
+    void operator()() {
+      if (pool != nullptr) pool->wait();
+      pool = nullptr;
+      for (auto& w : own) {
         if (w.joinable()) w.join();
       }
     }
-  } join{workers};
-  for (std::size_t k = 0; k < std::min(n, blocks); ++k) workers.emplace_back(work);
-  for (std::size_t b = 0; b < blocks && ready; ++b) {
-    {
-      std::unique_lock<std::mutex> lock(mutex);
-      finished.wait(lock, [&] { return done[b] != 0; });
-      if (failure) break;
-    }
-    ready(b * block, std::min(texts.size(), (b + 1) * block), out);
+    ~Join() { (*this)(); }
+  } join{k > 0 && pool.start(k, task) ? &pool : nullptr, {}};
+  if (join.pool == nullptr) {
+    for (std::size_t w = 0; w < k; ++w) join.own.emplace_back(work);
   }
-  for (auto& w : workers) w.join();
+  Encoded local;
+  for (std::size_t b = 0; b < blocks;) {
+    bool ready_now = false;
+    {
+      std::lock_guard<std::mutex> lock(mutex);
+      if (failure) break;
+      ready_now = done[b] != 0;
+    }
+    if (ready_now) {
+      if (ready) ready(b * block, std::min(texts.size(), (b + 1) * block), out);
+      ++b;
+    } else if (!encode_block(local)) {  // nothing left to take: wait for block b
+      std::unique_lock<std::mutex> lock(mutex);
+      finished.wait(lock, [&] { return done[b] != 0 || failure; });
+    }
+  }
+  join();
   if (failure) std::rethrow_exception(failure);
   return out;
 }

@@ -109,3 +109,49 @@ def test_batch_lists_equal_one_by_one_for_any_size_and_threads(o200k, n, threads
     texts = [TEXTS[i % len(TEXTS)] * (1 + i % 7) for i in range(n)]
     assert o200k.encode_ordinary_batch(texts, num_threads=threads) == \
         [o200k.encode_ordinary(t) for t in texts]
+
+
+def test_one_tokenizer_shared_by_python_threads(cl100k, o200k):
+    # Batches run on a pool of encoding threads kept from call to call; batches from several
+    # Python threads at once (the GIL is released while they encode) find it busy and start
+    # threads of their own. Every result must be what one thread gives.
+    import random
+    from concurrent.futures import ThreadPoolExecutor
+
+    rnd = random.Random(5)
+    words = ["the", " cat", "日本", "😀", "def", "\n", "  ", "x1", "Ünï"]
+    batches = [["".join(rnd.choices(words, k=rnd.randint(0, 60))) for _ in range(300)]
+               for _ in range(8)]
+    expected = {(name, i): [tok.encode_ordinary(t) for t in batch]
+                for name, tok in (("cl100k", cl100k), ("o200k", o200k))
+                for i, batch in enumerate(batches)}
+
+    def job(key):
+        name, i = key
+        tok = cl100k if name == "cl100k" else o200k
+        return key, tok.encode_ordinary_batch(batches[i], num_threads=2)
+
+    with ThreadPoolExecutor(max_workers=4) as pool:
+        for _ in range(3):
+            for key, got in pool.map(job, list(expected)):
+                assert got == expected[key], key
+
+
+_forked: list[Tokenizer] = []  # the tokenizer a forked child finds (it is not picklable)
+
+
+def _encode_in_child(texts: list[str]) -> list[list[int]]:
+    return _forked[0].encode_ordinary_batch(texts, num_threads=2)
+
+
+def test_batches_in_a_forked_child(cl100k):
+    # A child forked after the pool started has none of its threads: it makes its own.
+    import multiprocessing
+
+    texts = ["Hello world!", "日本語のテキスト", "def f(x):\n    return x ** 2\n"] * 50
+    expected = cl100k.encode_ordinary_batch(texts, num_threads=2)
+    _forked[:] = [cl100k]
+    ctx = multiprocessing.get_context("fork")
+    with ctx.Pool(1) as child:
+        got = child.apply(_encode_in_child, (texts,))
+    assert got == expected
