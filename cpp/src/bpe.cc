@@ -215,6 +215,7 @@ thread_local PairCacheEntry pair_cache[kPairCacheSize];
 PairCacheEntry* BPEModel::pair_cache_of_thread() { return pair_cache; }
 
 std::size_t set_backtrack_bytes(std::size_t bytes) { return backtrack_bytes.exchange(bytes); }
+std::size_t backtrack_threshold() { return backtrack_bytes.load(std::memory_order_relaxed); }
 
 bool BPEModel::find_merge(uint32_t left, uint32_t right, uint32_t& rank, uint32_t& result,
                           PairCacheEntry* cache) const {

@@ -256,6 +256,30 @@ bool BPEModel::compatible(const Backtrack& bt, uint32_t a, uint32_t b, PairCache
 
 bool BPEModel::encode_backtrack(const Backtrack& bt, std::string_view word,
                                 std::vector<TokenSpan>& out, PairCacheEntry* cache) const {
+  thread_local std::vector<uint32_t> ids;
+  ids.clear();
+  if (!encode_backtrack(bt, word, ids, cache)) return false;
+  uint32_t at = 0;
+  for (uint32_t id : ids) {
+    out.push_back({id, at, at + bt.length[id]});
+    at += bt.length[id];
+  }
+  return true;
+}
+
+bool BPEModel::encode_long_ids(std::string_view piece, std::vector<uint32_t>& ids) const {
+  if (!options_.byte_symbols || piece.size() < backtrack_threshold()) return false;
+  uint32_t whole = 0;
+  if (options_.ignore_merges && lookup(piece, whole)) {
+    ids.push_back(whole);
+    return true;
+  }
+  const Backtrack* bt = backtrack();
+  return bt != nullptr && encode_backtrack(*bt, piece, ids, pair_cache_of_thread());
+}
+
+bool BPEModel::encode_backtrack(const Backtrack& bt, std::string_view word,
+                                std::vector<uint32_t>& out, PairCacheEntry* cache) const {
   const std::size_t n = word.size();
   // dead[p]: no encoding of the rest goes on from position p (found by stepping back from it).
   std::vector<uint64_t> dead(n / 64 + 1, 0);
@@ -296,19 +320,23 @@ bool BPEModel::encode_backtrack(const Backtrack& bt, std::string_view word,
     if (found == kNone) return best;
     return spelled_at(word, p, bt.spelling[found]) ? found : kNone;
   };
-  std::vector<uint32_t> tokens;
-  tokens.reserve(n / 2 + 1);
+  // The tokens so far are the end of `out` itself, used as the stack (no copy at the end).
+  const std::size_t base = out.size();
+  out.reserve(base + n / 2 + 1);
   std::size_t pos = 0;
   uint32_t next = longest(0);
   while (pos < n) {
-    if (next == kNone) return false;
+    if (next == kNone) {
+      out.resize(base);
+      return false;
+    }
     uint32_t token = next;
-    const bool first = tokens.empty();
-    const uint32_t last = first ? kNone : tokens.back();
+    const bool first = out.size() == base;
+    const uint32_t last = first ? kNone : out.back();
     while (true) {
       const std::size_t end = pos + bt.length[token];
       if (!is_dead(end) && (first || compatible(bt, last, token, cache, ~uint64_t{0}))) {
-        tokens.push_back(token);
+        out.push_back(token);
         pos = end;
         if (pos < n) next = longest(pos);
         break;
@@ -319,17 +347,15 @@ bool BPEModel::encode_backtrack(const Backtrack& bt, std::string_view word,
       }
       // Nothing goes on from here after `last`: step back and try it shorter.
       dead[pos >> 6] |= uint64_t{1} << (pos & 63);
-      if (first) return false;  // no encoding at all: the checks above rule it out
-      tokens.pop_back();
+      if (first) {  // no encoding at all: the checks above rule it out
+        out.resize(base);
+        return false;
+      }
+      out.pop_back();
       pos -= bt.length[last];
       next = last;
       break;
     }
-  }
-  uint32_t at = 0;
-  for (uint32_t t : tokens) {
-    out.push_back({t, at, at + bt.length[t]});
-    at += bt.length[t];
   }
   return true;
 }

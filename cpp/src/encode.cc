@@ -121,26 +121,20 @@ class Pool {
 
 void encode_text(const BPEModel& model, SplitPattern pattern, std::string_view text,
                  bool with_offsets, Encoded& out) {
-  // Pieces are found a batch at a time and handed to the model together (encode_pieces).
+  // Pieces are found a batch at a time and handed to the model together (encode_pieces); a
+  // piece long enough to be cut by backtracking gives its ids straight to out.ids.
   constexpr std::size_t kBatch = BPEModel::kPieceBatch;
   uint32_t bounds[2 * kBatch];
+  std::size_t count = 0;
   thread_local std::vector<TokenSpan> spans;  // kept from text to text: no allocation a text
+  const std::size_t long_piece = with_offsets ? ~std::size_t{0} : backtrack_threshold();
   // Room for a token every three bytes (English runs at four or five), so a text's ids rarely
   // grow by copying.
   out.ids.reserve(out.ids.size() + text.size() / 3 + 4);
-  for (std::size_t i = 0; i < text.size();) {
-    std::size_t count = 0;
-    for (; count < kBatch && i < text.size();) {
-      const std::size_t j = piece_end(pattern, text, i);
-      if (!piece_dropped(pattern, text, i)) {
-        bounds[2 * count] = static_cast<uint32_t>(i);
-        bounds[2 * count + 1] = static_cast<uint32_t>(j);
-        ++count;
-      }
-      i = j;
-    }
+  auto flush = [&] {
     spans.clear();
     model.encode_pieces(text, bounds, count, spans);
+    count = 0;
     for (const TokenSpan& s : spans) out.ids.push_back(s.id);
     if (with_offsets) {
       for (const TokenSpan& s : spans) {
@@ -148,7 +142,24 @@ void encode_text(const BPEModel& model, SplitPattern pattern, std::string_view t
         out.ends.push_back(s.end);
       }
     }
+  };
+  for (std::size_t i = 0; i < text.size();) {
+    const std::size_t j = piece_end(pattern, text, i);
+    if (!piece_dropped(pattern, text, i)) {
+      if (j - i >= long_piece) {
+        flush();
+        if (model.encode_long_ids(text.substr(i, j - i), out.ids)) {
+          i = j;
+          continue;
+        }
+      }
+      bounds[2 * count] = static_cast<uint32_t>(i);
+      bounds[2 * count + 1] = static_cast<uint32_t>(j);
+      if (++count == kBatch) flush();
+    }
+    i = j;
   }
+  flush();
   if (with_offsets) to_characters(text, out.starts, out.ends);
 }
 

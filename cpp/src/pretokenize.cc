@@ -122,6 +122,23 @@ size_t other_run_start(const S& s, size_t i, const Char& c) {
   return npos;
 }
 
+// ASCII code unit tests on either view (a UTF-8 byte or a code point).
+template <typename S>
+bool upper_ascii_at(const S& s, size_t i) {
+  return static_cast<uint32_t>(s[i]) - 'A' < 26u;
+}
+template <typename S>
+bool lower_ascii_at(const S& s, size_t i) {
+  return static_cast<uint32_t>(s[i]) - 'a' < 26u;
+}
+
+// \p{L}+ from i, ASCII letters first without the class table (most words are all ASCII).
+template <typename S>
+size_t letters(const S& s, size_t i) {
+  while (i < s.size() && (lower_ascii_at(s, i) || upper_ascii_at(s, i))) ++i;
+  return run(s, i, is_letter);
+}
+
 template <typename S>
 size_t gpt2(const S& s, size_t i) {
   const size_t n = s.size();
@@ -136,7 +153,7 @@ size_t gpt2(const S& s, size_t i) {
       c = d;
     }
   }
-  if (is_letter(c)) return run(s, start, is_letter);
+  if (is_letter(c)) return letters(s, start);
   if (is_number(c)) return run(s, start, is_number);
   if (is_other(c)) return run(s, start, is_other);
   return trailing_space(space_run(s, i), i, n);
@@ -148,9 +165,9 @@ size_t cl100k(const S& s, size_t i) {
   const size_t k = contraction(s, i, true);
   if (k != npos) return k;
   const Char c = char_at(s, i);
-  if (is_letter(c)) return run(s, i, is_letter);
+  if (is_letter(c)) return letters(s, i);
   if (is_prefix(c) && i + c.len < n && is_letter(char_at(s, i + c.len))) {
-    return run(s, i + c.len, is_letter);
+    return letters(s, i + c.len);
   }
   if (is_number(c)) return up_to_three_numbers(s, i);
   const size_t start = other_run_start(s, i, c);
@@ -184,11 +201,31 @@ size_t upper_at_least_one(const S& s, size_t i) {
   return run(s, run(s, i, is_upperish), is_lowerish);
 }
 
+// o200k's two word forms from j when the word is ASCII: [A-Z]*[a-z]+ and [A-Z]+[a-z]* both end
+// where the uppercase-then-lowercase run ends. npos when there is no ASCII letter at j, or the
+// run stops at a non-ASCII character (a letter or mark there changes the match: the slow path
+// decides).
+template <typename S>
+size_t ascii_word(const S& s, size_t j) {
+  size_t k = j;
+  while (k < s.size() && upper_ascii_at(s, k)) ++k;
+  while (k < s.size() && lower_ascii_at(s, k)) ++k;
+  if (k == j || (k < s.size() && static_cast<uint32_t>(s[k]) >= 0x80)) return npos;
+  return k;
+}
+
 template <typename S>
 size_t o200k(const S& s, size_t i) {
   const size_t n = s.size();
   const Char c = char_at(s, i);
   const bool prefix = is_prefix(c);
+  if (c.cp < 0x80) {  // the common case: an ASCII word, with or without its one-character prefix
+    const size_t end = ascii_word(s, prefix ? i + 1 : i);
+    if (end != npos) {
+      const size_t k = contraction(s, end, true);
+      return k != npos ? k : end;
+    }
+  }
   // The optional prefix is tried taken, then not, before the next alternative is tried.
   for (auto word : {upper_then_lower<S>, upper_at_least_one<S>}) {
     size_t end = prefix ? word(s, i + c.len) : npos;

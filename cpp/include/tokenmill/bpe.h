@@ -88,6 +88,7 @@ bool merges_build_up(const std::vector<Merge>& merges);
 // Pieces of at least this many bytes are cut by backtracking when the vocabulary allows it
 // (every model; 32768 unless changed). Returns the previous value.
 std::size_t set_backtrack_bytes(std::size_t bytes);
+std::size_t backtrack_threshold();
 
 class BPEModel {
  public:
@@ -119,6 +120,11 @@ class BPEModel {
   // its position, else ids.size(). Thread-safe.
   std::size_t decode_bytes(const std::vector<uint32_t>& ids, const std::vector<uint32_t>& skip,
                            const std::vector<uint32_t>& stop, std::string& out) const;
+
+  // byte_symbols: a piece of backtrack_threshold() bytes or more, its ids appended straight to
+  // ids (no spans: a megabyte piece has hundreds of thousands). False, with nothing appended,
+  // when the piece is shorter or the vocabulary does not allow backtracking.
+  bool encode_long_ids(std::string_view piece, std::vector<uint32_t>& ids) const;
 
   // Whether pieces from set_backtrack_bytes() on are cut by backtracking: the vocabulary
   // allows it (the first call builds its tables).
@@ -155,6 +161,9 @@ class BPEModel {
   // Appends word's tokens; false (and nothing appended) if no encoding was found, which the
   // tables' checks rule out.
   bool encode_backtrack(const Backtrack& bt, std::string_view word, std::vector<TokenSpan>& out,
+                        PairCacheEntry* cache) const;
+  // The same as ids, which the search also uses as its stack.
+  bool encode_backtrack(const Backtrack& bt, std::string_view word, std::vector<uint32_t>& ids,
                         PairCacheEntry* cache) const;
   // Whether merging the bytes of left and right gives them back, no merge of the pairs met on
   // their boundary firing at a rank below `limit` before (~0: no limit).
