@@ -421,30 +421,33 @@ void BPEModel::encode_word_dropout(std::string_view word, double dropout, uint64
   for (const Symbol& s : syms) out.push_back({s.id, s.start, s.end});
 }
 
-// A per-thread, direct-mapped cache of short pieces and their tokens, one 64-byte line each:
-// the pieces of ordinary text repeat (" the", ",", " of"), and finding one here costs a hash of
-// at most 32 bytes and one line, where the vocabulary and the shared word cache cost misses to
-// memory and, across threads, a lock. A newer piece evicts an older one with the same hash.
-// Byte-level models only, and pieces whose tokens cover their bytes end to end (each token's
-// span is then where the previous one ended up to its own end, which fits in a byte).
+// A cache of short pieces and their tokens, one 64-byte line each, shared by all threads: the
+// pieces of ordinary text repeat (" the", ",", " of"), and finding one here costs a hash of at
+// most 32 bytes and one line, where the vocabulary costs misses to memory. Byte-level models
+// only, pieces of up to 32 bytes whose (up to 4) tokens cover their bytes end to end (each
+// token's span is then where the previous one ended up to its own end, which fits in a byte).
+//
+// Threads read and write entries without a lock, as a sequence lock: a writer makes the
+// entry's version odd, writes, and makes it even again; a reader copies the entry and keeps the
+// copy only if the version was even and unchanged around it. (Per-thread caches, tried first,
+// started empty in every thread: two threads missed nearly twice as often as one.)
 namespace {
 constexpr std::size_t kPieceKeyBytes = 32;
-constexpr std::size_t kPieceTokens = 5;
-constexpr int kPieceCacheBits = 15;  // sets of two lines: 4 MiB a thread
+constexpr std::size_t kPieceTokens = 4;
+constexpr int kPieceCacheBits = 15;  // sets of two lines: 4 MiB
 }  // namespace
 struct alignas(64) PieceCacheEntry {
-  uint32_t model;  // the model's tag (see piece_tag), 0 for an empty line
-  uint8_t len;
-  uint8_t count;
-  uint8_t end[kPieceTokens];
-  uint32_t id[kPieceTokens];
-  uint64_t key[4];  // the piece's bytes, zero-padded
+  // [0]: version << 32 | the model's tag (piece_tag; 0: empty), version odd while written
+  // [1..4]: the piece's bytes, zero-padded
+  // [5]: length | count << 8 | (end of token k) << (16 + 8k)
+  // [6]: id 0 | id 1 << 32; [7]: id 2 | id 3 << 32
+  std::atomic<uint64_t> word[8];
 };
 static_assert(sizeof(PieceCacheEntry) == 64, "one cache line per piece");
 // Two lines a hash (a direct-mapped cache lost a frequent piece to every rare one that shared
 // its line: with 50,000 distinct pieces in 8 MB of English, 3% of lookups missed after the
-// first pass). A new piece takes the second way; found there again, it swaps into the first,
-// so a run of rare pieces cannot push out a frequent one.
+// first pass). A new piece takes the first way while it is free, else the second: the first
+// pieces of a text, the frequent ones, stay.
 struct alignas(128) PieceCacheSet {
   PieceCacheEntry way[2];
 };
@@ -456,11 +459,10 @@ struct PieceKey {
 };
 namespace {
 
-// This thread's cache, allocated on first use (too large for static thread-local storage).
-PieceCacheSet* thread_piece_cache() {
-  thread_local std::unique_ptr<PieceCacheSet[]> cache(
-      new PieceCacheSet[std::size_t{1} << kPieceCacheBits]());
-  return cache.get();
+// The cache, allocated on first use, never freed (threads may use it until the process ends).
+PieceCacheSet* shared_piece_cache() {
+  static PieceCacheSet* const cache = new PieceCacheSet[std::size_t{1} << kPieceCacheBits]();
+  return cache;
 }
 
 // A model's tag in the piece cache: never 0, and distinct for 2^32 - 1 models in a row.
@@ -489,9 +491,43 @@ inline PieceCacheSet& piece_slot(PieceCacheSet* cache, const PieceKey& k) {
   return cache[k.hash >> (64 - kPieceCacheBits)];
 }
 
-inline bool piece_hit(const PieceCacheEntry& e, uint32_t tag, const PieceKey& k, std::size_t len) {
-  return e.model == tag && e.len == len && e.key[0] == k.word[0] && e.key[1] == k.word[1] &&
-         e.key[2] == k.word[2] && e.key[3] == k.word[3];
+constexpr uint64_t kVersionOne = uint64_t{1} << 32;
+
+// The entry's length/ends word and ids if it holds key for the model, read whole (a writer
+// may be at it: then it does not count).
+inline bool piece_read(const PieceCacheEntry& e, uint32_t tag, const PieceKey& k, std::size_t len,
+                       uint64_t& meta, uint64_t& ids01, uint64_t& ids23) {
+  constexpr auto relaxed = std::memory_order_relaxed;
+  const uint64_t head = e.word[0].load(std::memory_order_acquire);
+  if (static_cast<uint32_t>(head) != tag || (head & kVersionOne) != 0) return false;
+  if (e.word[1].load(relaxed) != k.word[0] || e.word[2].load(relaxed) != k.word[1] ||
+      e.word[3].load(relaxed) != k.word[2] || e.word[4].load(relaxed) != k.word[3]) {
+    return false;
+  }
+  meta = e.word[5].load(relaxed);
+  ids01 = e.word[6].load(relaxed);
+  ids23 = e.word[7].load(relaxed);
+  std::atomic_thread_fence(std::memory_order_acquire);
+  return e.word[0].load(relaxed) == head && (meta & 0xFF) == len;
+}
+
+// Writes an entry unless another thread is writing it.
+inline void piece_write(PieceCacheEntry& e, uint32_t tag, const PieceKey& k, uint64_t meta,
+                        uint64_t ids01, uint64_t ids23) {
+  constexpr auto relaxed = std::memory_order_relaxed;
+  uint64_t head = e.word[0].load(relaxed);
+  if ((head & kVersionOne) != 0 ||
+      !e.word[0].compare_exchange_strong(head, head + kVersionOne, std::memory_order_acquire,
+                                         relaxed)) {
+    return;
+  }
+  std::atomic_thread_fence(std::memory_order_release);
+  for (std::size_t w = 0; w < 4; ++w) e.word[1 + w].store(k.word[w], relaxed);
+  e.word[5].store(meta, relaxed);
+  e.word[6].store(ids01, relaxed);
+  e.word[7].store(ids23, relaxed);
+  const uint64_t version = (head >> 32) + 2;
+  e.word[0].store((version << 32) | tag, std::memory_order_release);
 }
 }  // namespace
 
@@ -504,21 +540,24 @@ bool BPEModel::piece_cached() const {
 void BPEModel::encode_short_piece(std::string_view piece, uint32_t offset, const PieceKey& key,
                                   PieceCacheSet& set, std::vector<TokenSpan>& out) const {
   const uint32_t tag = piece_tag(serial_);
-  for (int w = 0; w < 2; ++w) {
-    const PieceCacheEntry& e = set.way[w];
-    if (piece_hit(e, tag, key, piece.size())) {
+  uint64_t meta = 0;
+  uint64_t ids01 = 0;
+  uint64_t ids23 = 0;
+  for (const PieceCacheEntry& e : set.way) {
+    if (piece_read(e, tag, key, piece.size(), meta, ids01, ids23)) {
+      const auto count = static_cast<unsigned>((meta >> 8) & 0xFF);
+      const uint64_t ids[2] = {ids01, ids23};
       uint32_t start = offset;
-      for (uint8_t k = 0; k < e.count; ++k) {
-        out.push_back({e.id[k], start, offset + e.end[k]});
-        start = offset + e.end[k];
+      for (unsigned t = 0; t < count; ++t) {
+        const uint32_t end = offset + static_cast<uint32_t>((meta >> (16 + 8 * t)) & 0xFF);
+        out.push_back({static_cast<uint32_t>(ids[t / 2] >> (32 * (t % 2))), start, end});
+        start = end;
       }
-      if (w == 1) std::swap(set.way[0], set.way[1]);  // found twice: it may stay
       return;
     }
   }
-  // This cache stands in front of the shared one for these pieces.
   const std::size_t first = out.size();
-  encode_word_uncached(piece, out, false);
+  encode_word_uncached(piece, out, false);  // this cache stands in front of the shared one
   const std::size_t count = out.size() - first;
   bool end_to_end = count <= kPieceTokens;
   uint32_t at = 0;
@@ -529,15 +568,14 @@ void BPEModel::encode_short_piece(std::string_view piece, uint32_t offset, const
     out[first + k].end += offset;
   }
   if (!end_to_end || at != piece.size()) return;
-  PieceCacheEntry& e = set.way[1];
-  e.model = tag;
-  std::memcpy(e.key, key.word, sizeof(e.key));
-  e.len = static_cast<uint8_t>(piece.size());
-  e.count = static_cast<uint8_t>(count);
+  meta = piece.size() | count << 8;
+  uint64_t ids[2] = {0, 0};
   for (std::size_t k = 0; k < count; ++k) {
-    e.id[k] = out[first + k].id;
-    e.end[k] = static_cast<uint8_t>(out[first + k].end - offset);
+    meta |= static_cast<uint64_t>(out[first + k].end - offset) << (16 + 8 * k);
+    ids[k / 2] |= static_cast<uint64_t>(out[first + k].id) << (32 * (k % 2));
   }
+  const uint32_t head = static_cast<uint32_t>(set.way[0].word[0].load(std::memory_order_relaxed));
+  piece_write(set.way[head == tag ? 1 : 0], tag, key, meta, ids[0], ids[1]);
 }
 
 void BPEModel::encode_word(std::string_view word, std::vector<TokenSpan>& out) const {
@@ -548,7 +586,7 @@ void BPEModel::encode_word(std::string_view word, std::vector<TokenSpan>& out) c
   }
   PieceKey key;
   piece_key(word, 0, word.size(), key);
-  encode_short_piece(word, 0, key, piece_slot(thread_piece_cache(), key), out);
+  encode_short_piece(word, 0, key, piece_slot(shared_piece_cache(), key), out);
 }
 
 void BPEModel::encode_pieces(std::string_view text, const uint32_t* bounds, std::size_t count,
@@ -569,7 +607,7 @@ void BPEModel::encode_pieces(std::string_view text, const uint32_t* bounds, std:
   }
   // Two passes: the first hashes every short piece and asks for its cache line, the second
   // finds the lines there (a miss to memory each, one after the other, cost most of the time).
-  PieceCacheSet* const cache = thread_piece_cache();
+  PieceCacheSet* const cache = shared_piece_cache();
   PieceKey keys[kPieceBatch];
   const std::size_t n = std::min(count, kPieceBatch);
   for (std::size_t k = 0; k < n; ++k) {
