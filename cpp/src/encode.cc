@@ -178,11 +178,13 @@ std::vector<Encoded> encode_texts(const BPEModel& model, SplitPattern pattern,
   // Workers take blocks of consecutive texts from a shared counter, so a long document does
   // not idle the others; each text is encoded into the worker's own buffers and copied into
   // its slot once (workers pushing into neighbouring slots would share cache lines all along).
-  // Meanwhile this thread hands each finished block to `ready`, in order.
+  // Meanwhile this thread hands each finished block to `ready`.
   const std::size_t block =
       std::max<std::size_t>(1, std::min<std::size_t>(64, texts.size() / (8 * n)));
   const std::size_t blocks = (texts.size() + block - 1) / block;
-  std::vector<char> done(blocks, 0);  // guarded by mutex
+  std::vector<std::size_t> finished_blocks;  // in the order they finished; guarded by mutex
+  finished_blocks.reserve(blocks);
+  std::size_t handed = 0;  // finished_blocks[0, handed) went to `ready`
   std::mutex mutex;
   std::condition_variable finished;
   std::atomic<std::size_t> next{0};
@@ -209,7 +211,7 @@ std::vector<Encoded> encode_texts(const BPEModel& model, SplitPattern pattern,
     }
     {
       std::lock_guard<std::mutex> lock(mutex);
-      done[b] = 1;
+      finished_blocks.push_back(b);
     }
     finished.notify_one();
     return true;
@@ -220,9 +222,10 @@ std::vector<Encoded> encode_texts(const BPEModel& model, SplitPattern pattern,
     }
   };
   // n - 1 workers run on the pool (or, when another batch has it, on threads of their own);
-  // this thread is the n-th: it hands each finished block to `ready`, in order, and encodes a
-  // block itself whenever the next one in order is not finished (a thread of its own for the
-  // lists, beside n encoders, left the cores oversubscribed and idle by turns).
+  // this thread is the n-th: it hands each finished block to `ready` as soon as it can, and
+  // encodes a block itself when none is waiting (a thread of its own for the lists, beside n
+  // encoders, left the cores oversubscribed and then idle; handing blocks over in input order
+  // left a tail of lists to build after the encoding was done).
   const std::size_t k = std::min(n, blocks) - 1;
   const std::function<void()> task = work;
   Pool& pool = Pool::get();
@@ -242,19 +245,19 @@ std::vector<Encoded> encode_texts(const BPEModel& model, SplitPattern pattern,
     for (std::size_t w = 0; w < k; ++w) join.own.emplace_back(work);
   }
   Encoded local;
-  for (std::size_t b = 0; b < blocks;) {
-    bool ready_now = false;
+  for (std::size_t delivered = 0; delivered < blocks;) {
+    std::size_t b = blocks;  // none waiting
     {
       std::lock_guard<std::mutex> lock(mutex);
       if (failure) break;
-      ready_now = done[b] != 0;
+      if (handed < finished_blocks.size()) b = finished_blocks[handed++];
     }
-    if (ready_now) {
+    if (b < blocks) {
       if (ready) ready(b * block, std::min(texts.size(), (b + 1) * block), out);
-      ++b;
-    } else if (!encode_block(local)) {  // nothing left to take: wait for block b
+      ++delivered;
+    } else if (!encode_block(local)) {  // nothing left to take: wait for the others
       std::unique_lock<std::mutex> lock(mutex);
-      finished.wait(lock, [&] { return done[b] != 0 || failure; });
+      finished.wait(lock, [&] { return handed < finished_blocks.size() || failure; });
     }
   }
   join();

@@ -27,16 +27,21 @@ def byte_level(corpus: list[str], vocab_size: int) -> Tokenizer:
     return tok
 
 
-@settings(max_examples=300, deadline=None)
-@given(corpora, st.integers(260, 330), st.lists(texts, min_size=1, max_size=5))
-def test_byte_level_core_equals_plain_merging(corpus, vocab_size, probes):
-    tok = byte_level(corpus, vocab_size)
+def assert_core_equals_plain_merging(tok: Tokenizer, texts: list[str]) -> None:
+    """The core's ids and offsets are those of the same model on the Python path (an empty
+    normalizer sequence keeps a tokenizer off the core), which merges bytes by rank."""
     python_path = Tokenizer(tok.model, normalizer=normalizers.Sequence([]),
                             pre_tokenizer=tok.pre_tokenizer)
     assert tok.native_plan() is not None and python_path.native_plan() is None
-    for text in corpus + probes:
+    for text in texts:
         fast, slow = tok.encode(text), python_path.encode(text)
         assert (fast.ids, fast.offsets) == (slow.ids, slow.offsets)
+
+
+@settings(max_examples=300, deadline=None)
+@given(corpora, st.integers(260, 330), st.lists(texts, min_size=1, max_size=5))
+def test_byte_level_core_equals_plain_merging(corpus, vocab_size, probes):
+    assert_core_equals_plain_merging(byte_level(corpus, vocab_size), corpus + probes)
 
 
 @settings(max_examples=200, deadline=None)
@@ -94,15 +99,7 @@ def test_backtracking_equals_plain_merging(corpus, vocab_size, probes):
     # Trained vocabularies: where one holds a token that its own bytes do not merge back into,
     # the core keeps to merging by rank; either way the ids are plain merging's.
     tok = byte_level(corpus, vocab_size)
-    python_path = Tokenizer(tok.model, normalizer=normalizers.Sequence([]),
-                            pre_tokenizer=tok.pre_tokenizer)
-
-    def check():
-        for text in corpus + probes:
-            fast, slow = tok.encode(text), python_path.encode(text)
-            assert (fast.ids, fast.offsets) == (slow.ids, slow.offsets)
-
-    backtracking_everywhere(check)
+    backtracking_everywhere(lambda: assert_core_equals_plain_merging(tok, corpus + probes))
 
 
 def byte_vocab_model(merges: list[tuple[str, str]]) -> Tokenizer:
@@ -126,10 +123,7 @@ def test_backtracking_only_where_every_token_merges_back_into_itself():
 
     def check():
         for tok in (inconsistent, consistent):
-            plain = Tokenizer(tok.model, normalizer=normalizers.Sequence([]),
-                              pre_tokenizer=tok.pre_tokenizer)
-            for text in texts:
-                assert tok.encode(text).ids == plain.encode(text).ids
+            assert_core_equals_plain_merging(tok, texts)
 
     backtracking_everywhere(check)
     assert inconsistent.encode("abc").tokens == ["a", "bc"]

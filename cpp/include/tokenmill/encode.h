@@ -26,8 +26,8 @@ void encode_text(const BPEModel& model, SplitPattern pattern, std::string_view t
                  bool with_offsets, Encoded& out);
 
 // ready(first, last, results): texts [first, last) are encoded and results[first, last) may be
-// used (and emptied); called on the calling thread, in input order, while the other texts are
-// still being encoded.
+// used (and emptied); called on the calling thread for each block of texts as it is finished
+// (not in input order), while the other texts are still being encoded.
 using ReadyFn = std::function<void(std::size_t, std::size_t, std::vector<Encoded>&)>;
 
 // The texts split across up to `threads` threads; results in input order. An exception from a
