@@ -132,6 +132,20 @@ def medians(args: argparse.Namespace, spec: dict[str, Any], key: str,
     return {e: None if None in v else statistics.median(v) for e, v in runs.items()}
 
 
+def thread_medians(args: argparse.Namespace, spec: dict[str, Any],
+                   cores: int) -> tuple[float, float]:
+    """Median MB/s of one batch call on 1 thread and on ``cores`` threads, the two alternating
+    (ABBA) over ``--threads-repeats`` runs each, every run in a fresh process."""
+    runs: dict[int, list[float]] = {1: [], cores: []}
+    for r in range(args.threads_repeats):
+        for threads in (1, cores) if r % 2 == 0 else (cores, 1):
+            result = run_worker({**spec, "engine": "tokenmill", "threads": threads}, args.timeout)
+            if result is None:
+                raise SystemExit(f"threads run timed out: {spec}")
+            runs[threads].append(result["mb_s"])
+    return statistics.median(runs[1]), statistics.median(runs[cores])
+
+
 def encode_corpus_run(args: argparse.Namespace, corpus: Path, out: Path) -> dict[str, float]:
     """``tokenmill encode-corpus`` in a child process that reports its own peak RSS."""
     code = ("import atexit, sys; from tokenmill.cli import main\n"
@@ -184,12 +198,15 @@ def benchmark(args: argparse.Namespace, work: Path) -> dict[str, Any]:
             rows.append((f"decode {name}, {lang}", "MB/s: tokenmill / tiktoken (>= 1)",
                          m["tokenmill"], m["tiktoken"]))
     cores = len(os.sched_getaffinity(0))
+    threads_docs = work / "threads.json"
+    threads_docs.write_text(json.dumps(english(args.data, int(args.threads_mb * MB))[0]),
+                            encoding="utf-8")
     for name in ENCODINGS:
-        spec = {**base, "task": "threads", "encoding": name, "docs": str(work / "english.json")}
-        one = medians(args, {**spec, "threads": 1}, "mb_s", ("tokenmill",))["tokenmill"]
-        many = medians(args, {**spec, "threads": cores}, "mb_s", ("tokenmill",))["tokenmill"]
+        spec = {**base, "task": "threads", "encoding": name, "docs": str(threads_docs)}
+        one, many = thread_medians(args, spec, cores)
         log(f"threads {name}: 1 -> {one} MB/s, {cores} -> {many} MB/s")
-        rows.append((f"batch {name}, english", f"MB/s: {cores} threads / 1 (>= 1.7)", many, one))
+        rows.append((f"batch {name}, english {args.threads_mb:g} MB",
+                     f"MB/s: {cores} threads / 1 (>= 1.7)", many, one))
     lines = [line for t in docs["english"] for line in t.split("\n")]
     for mb in args.corpus_mb:
         corpus = work / f"corpus{mb}.txt"
@@ -226,6 +243,11 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--repeats", type=int, default=3)
     p.add_argument("--timeout", type=float, default=120.0, help="seconds per run")
     p.add_argument("--decode-mb", type=float, default=2.0, help="text per language to decode")
+    p.add_argument("--threads-mb", type=float, default=8.0,
+                   help="English text for the batch on 1 thread and on every core (a call on "
+                        "2 MB lasted 30-50 ms: too short to time on a shared machine)")
+    p.add_argument("--threads-repeats", type=int, default=5,
+                   help="runs each of 1 thread and of every core, alternating")
     p.add_argument("--corpus-mb", type=int, nargs="+", default=[25, 100],
                    help="encode-corpus sizes, MB (default 25 100)")
     p.add_argument("--json", type=Path)
