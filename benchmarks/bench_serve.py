@@ -1,7 +1,8 @@
 """Encoding's other measurements (issue 7), tokenmill vs tiktoken in one run, ratios printed:
 
 - hostile inputs (1 MB of "a", random letters, digits, a base64 blob, one CJK character
-  repeated) at 100 kB and 1 MB: how time grows with size, and tokenmill against tiktoken;
+  repeated, FASTA-like records of 40 kB pieces) at 100 kB and 1 MB: how time grows with size,
+  and tokenmill against tiktoken;
 - decode throughput on the ids of English and Chinese text (MB/s of text produced);
 - batch encoding on every core against tokenmill's own single thread;
 - ``tokenmill encode-corpus`` end to end at two corpus sizes: MB/s and peak memory.
@@ -32,7 +33,7 @@ from bench_bpe import DEFAULT_DATA, MB, log, machine_info, serve_worker
 from bench_encode import chinese, english, tiktoken_encoding
 
 ENCODINGS = ("cl100k_base", "o200k_base")
-HOSTILE = ("a", "letters", "digits", "base64", "cjk")
+HOSTILE = ("a", "letters", "digits", "base64", "cjk", "records")
 SIZES = (100_000, 1_000_000)
 NA = float("nan")  # a row with one figure only
 
@@ -48,6 +49,9 @@ def hostile_text(kind: str, size: int) -> str:
         return "".join(rnd.choices("0123456789", k=size))
     if kind == "base64":
         return base64.b64encode(rnd.randbytes(size * 3 // 4)).decode("ascii")[:size]
+    if kind == "records":  # FASTA-like: many long pieces in one text (each 40 kB of acgt)
+        record = ">\n" + "".join(rnd.choices("acgt", k=40_000)) + "\n"
+        return (record * (size // len(record) + 1))[:size]
     return "中" * (size // 3)  # three bytes each
 
 

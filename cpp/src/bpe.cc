@@ -664,6 +664,7 @@ void BPEModel::encode_word_uncached(std::string_view word, std::vector<TokenSpan
   apply_merges(syms);
   const std::size_t first = out.size();
   for (const Symbol& s : syms) out.push_back({s.id, s.start, s.end});
+  if (syms.capacity() > kScratchKept) std::vector<Symbol>().swap(syms);
   if (cacheable) {
     std::lock_guard<std::mutex> lock(shard.mutex);
     // A full cache stops growing rather than evicting: frequent words arrive early.

@@ -258,13 +258,16 @@ bool BPEModel::encode_backtrack(const Backtrack& bt, std::string_view word,
                                 std::vector<TokenSpan>& out, PairCacheEntry* cache) const {
   thread_local std::vector<uint32_t> ids;
   ids.clear();
-  if (!encode_backtrack(bt, word, ids, cache)) return false;
-  uint32_t at = 0;
-  for (uint32_t id : ids) {
-    out.push_back({id, at, at + bt.length[id]});
-    at += bt.length[id];
+  const bool found = encode_backtrack(bt, word, ids, cache);
+  if (found) {
+    uint32_t at = 0;
+    for (uint32_t id : ids) {
+      out.push_back({id, at, at + bt.length[id]});
+      at += bt.length[id];
+    }
   }
-  return true;
+  if (ids.capacity() > kScratchKept) std::vector<uint32_t>().swap(ids);
+  return found;
 }
 
 bool BPEModel::encode_long_ids(std::string_view piece, std::vector<uint32_t>& ids) const {
@@ -322,7 +325,10 @@ bool BPEModel::encode_backtrack(const Backtrack& bt, std::string_view word,
   };
   // The tokens so far are the end of `out` itself, used as the stack (no copy at the end).
   const std::size_t base = out.size();
-  out.reserve(base + n / 2 + 1);
+  // Room for a token every two bytes, grown geometrically: out may be a whole text's ids, and
+  // reserving just enough for each of many long pieces copied it once a piece.
+  const std::size_t need = base + n / 2 + 1;
+  if (out.capacity() < need) out.reserve(std::max(need, 2 * out.capacity()));
   std::size_t pos = 0;
   uint32_t next = longest(0);
   while (pos < n) {

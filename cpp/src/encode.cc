@@ -1,5 +1,7 @@
 #include "tokenmill/encode.h"
 
+#include "tokenmill/error.h"
+
 #include <algorithm>
 #include <atomic>
 #include <condition_variable>
@@ -63,9 +65,14 @@ class Pool {
   bool start(std::size_t k, const std::function<void()>& fn) {
     if (busy_.exchange(true)) return false;
     std::lock_guard<std::mutex> lock(mutex_);
-    while (threads_ < k) {
-      std::thread([this] { loop(); }).detach();
-      ++threads_;
+    try {
+      while (threads_ < k) {
+        std::thread([this] { loop(); }).detach();
+        ++threads_;
+      }
+    } catch (...) {  // no thread to be had: the batch starts its own (or fails there)
+      busy_.store(false);
+      return false;
     }
     task_ = &fn;
     wanted_ = k;
@@ -131,9 +138,16 @@ void encode_text(const BPEModel& model, SplitPattern pattern, std::string_view t
   // Room for a token every three bytes (English runs at four or five), so a text's ids rarely
   // grow by copying.
   out.ids.reserve(out.ids.size() + text.size() / 3 + 4);
+  // Bounds and spans are 32-bit: bounds count from `window`, moved on before they would not fit
+  // (offsets, which count from the text's start, need the text under 4 GiB).
+  std::size_t window = 0;
+  constexpr std::size_t kMax32 = 0xFFFFFFFFu;
+  if (with_offsets && text.size() > kMax32) {
+    throw Error("a text of 4 GiB or more has offsets that do not fit in 32 bits");
+  }
   auto flush = [&] {
     spans.clear();
-    model.encode_pieces(text, bounds, count, spans);
+    model.encode_pieces(text.substr(window), bounds, count, spans);
     count = 0;
     for (const TokenSpan& s : spans) out.ids.push_back(s.id);
     if (with_offsets) {
@@ -153,13 +167,19 @@ void encode_text(const BPEModel& model, SplitPattern pattern, std::string_view t
           continue;
         }
       }
-      bounds[2 * count] = static_cast<uint32_t>(i);
-      bounds[2 * count + 1] = static_cast<uint32_t>(j);
+      if (j - window > kMax32) {
+        flush();
+        window = i;
+        if (j - i > kMax32) throw Error("a piece of 4 GiB or more that backtracking cannot cut");
+      }
+      bounds[2 * count] = static_cast<uint32_t>(i - window);
+      bounds[2 * count + 1] = static_cast<uint32_t>(j - window);
       if (++count == kBatch) flush();
     }
     i = j;
   }
   flush();
+  if (spans.capacity() > kScratchKept) std::vector<TokenSpan>().swap(spans);
   if (with_offsets) to_characters(text, out.starts, out.ends);
 }
 

@@ -90,6 +90,10 @@ bool merges_build_up(const std::vector<Merge>& merges);
 std::size_t set_backtrack_bytes(std::size_t bytes);
 std::size_t backtrack_threshold();
 
+// Per-thread scratch vectors (symbols, spans, ids) keep at most this many elements' room after a
+// piece: threads live on in the encoding pool, and one huge piece must not hold its memory.
+constexpr std::size_t kScratchKept = std::size_t{1} << 16;
+
 class BPEModel {
  public:
   // vocab: (token, id) pairs; merges in rank order (rank = index).
