@@ -472,7 +472,14 @@ uint32_t piece_tag(uint64_t serial) { return static_cast<uint32_t>(serial % 0xFF
 // text (masked) when 32 bytes from begin are inside it, which spares a variable-length copy and
 // the store-to-load stall after it.
 inline void piece_key(std::string_view text, std::size_t begin, std::size_t len, PieceKey& k) {
-  if (begin + kPieceKeyBytes <= text.size()) {
+#if (defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__) || defined(_MSC_VER)
+  constexpr bool kLittleEndian = true;  // the masks keep a word's first bytes only there
+#else
+  constexpr bool kLittleEndian = false;
+#endif
+  bool masked = false;
+  if constexpr (kLittleEndian) masked = begin + kPieceKeyBytes <= text.size();
+  if (masked) {
     std::memcpy(k.word, text.data() + begin, kPieceKeyBytes);
     for (std::size_t w = 0; w < 4; ++w) {
       const std::size_t have = len > 8 * w ? len - 8 * w : 0;  // bytes of the piece in word w
