@@ -564,7 +564,7 @@ void BPEModel::encode_short_piece(std::string_view piece, uint32_t offset, const
     }
   }
   const std::size_t first = out.size();
-  encode_word_uncached(piece, out, false);  // this cache stands in front of the shared one
+  encode_word_uncached(piece, out);
   const std::size_t count = out.size() - first;
   bool end_to_end = count <= kPieceTokens;
   uint32_t at = 0;
@@ -588,7 +588,7 @@ void BPEModel::encode_short_piece(std::string_view piece, uint32_t offset, const
 void BPEModel::encode_word(std::string_view word, std::vector<TokenSpan>& out) const {
   if (word.empty()) return;
   if (!piece_cached() || word.size() > kPieceKeyBytes) {
-    encode_word_uncached(word, out, true);
+    encode_word_uncached(word, out);
     return;
   }
   PieceKey key;
@@ -628,7 +628,7 @@ void BPEModel::encode_pieces(std::string_view text, const uint32_t* bounds, std:
     const std::string_view piece = text.substr(begin, bounds[2 * k + 1] - begin);
     if (piece.size() > kPieceKeyBytes) {
       const std::size_t first = out.size();
-      encode_word_uncached(piece, out, true);
+      encode_word_uncached(piece, out);
       shift(first, begin);
     } else if (!piece.empty()) {
       encode_short_piece(piece, begin, keys[k], piece_slot(cache, keys[k]), out);
@@ -637,8 +637,7 @@ void BPEModel::encode_pieces(std::string_view text, const uint32_t* bounds, std:
   if (count > n) encode_pieces(text, bounds + 2 * n, count - n, out);
 }
 
-void BPEModel::encode_word_uncached(std::string_view word, std::vector<TokenSpan>& out,
-                                    bool shared_cache) const {
+void BPEModel::encode_word_uncached(std::string_view word, std::vector<TokenSpan>& out) const {
   uint32_t whole = 0;
   if (options_.ignore_merges && lookup(word, whole)) {
     // Most pieces of ordinary text are one token: no cache, no merging.
@@ -646,8 +645,9 @@ void BPEModel::encode_word_uncached(std::string_view word, std::vector<TokenSpan
     out.push_back({whole, 0, static_cast<uint32_t>(len)});
     return;
   }
+  // The shared word cache serves the models whose short pieces skip the piece cache.
   const bool cacheable =
-      shared_cache && options_.cache_capacity > 0 && word.size() <= kMaxCachedWordBytes;
+      !piece_cached() && options_.cache_capacity > 0 && word.size() <= kMaxCachedWordBytes;
   // Threads share the cache in shards, each behind its own lock, so they rarely wait on one
   // another (a single lock made two threads slower than one).
   CacheShard& shard = cache_[cacheable ? hash_bytes(word) % kCacheShards : 0];
@@ -659,7 +659,7 @@ void BPEModel::encode_word_uncached(std::string_view word, std::vector<TokenSpan
       return;
     }
   }
-  if (word.size() >= backtrack_bytes.load(std::memory_order_relaxed)) {
+  if (word.size() >= backtrack_threshold()) {
     const Backtrack* bt = backtrack();
     if (bt != nullptr && encode_backtrack(*bt, word, out, pair_cache)) return;
   }

@@ -136,7 +136,7 @@ std::shared_ptr<const BPEModel::Backtrack> BPEModel::build_backtrack() const {
   bt->spelling.assign(ids, std::string_view());
   std::vector<char> is_byte(ids, 0);
   std::vector<uint32_t> order;  // bytes, then made tokens by rank
-  order.reserve(merges_.size() + 256);
+  order.reserve(merge_count_ + 256);
   for (int b = 0; b < 256; ++b) {
     const auto id = static_cast<uint32_t>(symbol_of_byte_[b]);
     if (is_byte[id]) return nullptr;  // two bytes, one token

@@ -40,10 +40,11 @@ void to_characters(std::string_view text, std::vector<uint32_t>& starts,
   convert(ends, true);
 }
 
-// Encoding threads kept from call to call: the piece cache belongs to a thread, so a batch on
-// new threads began with empty caches (and 4 MiB to clear in each) every time; two threads
-// then ran 1.2-1.4x one. One batch runs on the pool at a time; a batch that finds it busy
-// (another Python thread's, the GIL being released) starts threads of its own as before.
+// Encoding threads kept from call to call, so a batch neither starts threads nor begins with
+// their per-thread state empty (the pair cache, the scratch vectors; the piece cache was
+// per-thread when this pool came, and two threads then ran 1.2-1.4x one). One batch runs on
+// the pool at a time; a batch that finds it busy (another Python thread's, the GIL being
+// released) starts threads of its own.
 class Pool {
  public:
   // This process's pool (after a fork, the child makes its own: the parent's threads are not

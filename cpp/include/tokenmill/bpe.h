@@ -36,7 +36,7 @@ struct TokenSpan {
 };
 
 struct PairCacheEntry;   // bpe.cc: a per-thread cache of merge lookups
-struct PieceCacheSet;    // bpe.cc: a per-thread cache of short pieces' tokens
+struct PieceCacheSet;    // bpe.cc: a cache of short pieces' tokens, shared by threads
 struct PieceKey;
 
 // The merge table's key of a pair of ids.
@@ -143,10 +143,8 @@ class BPEModel {
     uint32_t start;
     uint32_t end;
   };
-  // shared_cache: whether to look in (and fill) the cache of recent words shared by threads.
-  void encode_word_uncached(std::string_view word, std::vector<TokenSpan>& out,
-                            bool shared_cache) const;
-  bool piece_cached() const;  // whether short pieces go through the per-thread piece cache
+  void encode_word_uncached(std::string_view word, std::vector<TokenSpan>& out) const;
+  bool piece_cached() const;  // whether short pieces go through the piece cache
   // A piece of up to 32 bytes through the piece cache; its spans start at offset.
   void encode_short_piece(std::string_view piece, uint32_t offset, const PieceKey& key,
                           PieceCacheSet& set, std::vector<TokenSpan>& out) const;

@@ -75,15 +75,6 @@ class PairMap {
       if (s.key != kEmpty) fn(s.key, s.value);
     }
   }
-  std::size_t size() const { return size_; }
-  // The value stored for key, to change in place; null if the key is not there.
-  uint64_t* find_value(uint64_t key) {
-    if (slots_.empty()) return nullptr;
-    for (std::size_t i = mix64(key) & mask_;; i = (i + 1) & mask_) {
-      if (slots_[i].key == key) return &slots_[i].value;
-      if (slots_[i].key == kEmpty) return nullptr;
-    }
-  }
   bool find(uint64_t key, uint64_t& value) const {
     if (slots_.empty()) return false;
     std::size_t i = mix64(key) & mask_;
