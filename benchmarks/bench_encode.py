@@ -1,6 +1,6 @@
 """Encoding with tiktoken's encodings, tokenmill vs tiktoken (and vs Hugging Face ``tokenizers``
-on GPT-2's tokenizer.json, and vs ``gigatoken``, the fastest native encoder that installs here,
-when it is installed): the same documents, one run, ratios printed.
+on GPT-2's tokenizer.json, and vs ``gigatoken`` and ``rs-bpe``, fast native encoders that
+install here, when they are installed): the same documents, one run, ratios printed.
 
     python benchmarks/bench_encode.py --repeats 3 --json bench_encode.json
 
@@ -171,6 +171,11 @@ def open_engine(spec: dict[str, Any]) -> Engine:
         gt = gigatoken.Tokenizer.from_tiktoken(
             data / "tokenizers" / "tiktoken" / f"{name}.tiktoken").as_tiktoken()
         return Engine(gt.encode_ordinary, lambda docs: [gt.encode_ordinary(d) for d in docs])
+    if spec["engine"] == "rs-bpe":
+        import rs_bpe
+
+        rb = getattr(rs_bpe.openai, name)()  # its own copy of OpenAI's ranks, shipped inside
+        return Engine(rb.encode, lambda docs: [rb.encode(d) for d in docs])
     from tokenizers import Tokenizer
 
     hf = Tokenizer.from_file(str(data / GPT2_JSON))
@@ -346,9 +351,12 @@ def comparisons(calls: dict[str, dict[str, str]], gpt2_ok: bool) -> list[Compari
     if gpt2_ok:
         out += [Comparison(f"gpt2 tokenizer.json, {name}", "gpt2", name, {"engine": "tokenizers"})
                 for name in INPUTS]
-    if importlib.util.find_spec("gigatoken") is not None:  # the fastest native encoder here
-        out += [Comparison(f"{enc}, {name}, vs gigatoken", enc, name, {"engine": "gigatoken"})
-                for enc in ENCODINGS for name in INPUTS]
+    # The fast native encoders that install here and read these encodings offline (tokendagger
+    # does not build without PCRE2's headers; tokie and wordchipper fetch their files).
+    for peer, module in (("gigatoken", "gigatoken"), ("rs-bpe", "rs_bpe")):
+        if importlib.util.find_spec(module) is not None:
+            out += [Comparison(f"{enc}, {name}, vs {peer}", enc, name, {"engine": peer})
+                    for enc in ENCODINGS for name in INPUTS]
     out += [Comparison(f"{enc}, english, 2 threads", enc, "english",
                        {"engine": "tiktoken", "call": "batch"}, threads=2) for enc in ENCODINGS]
     return out
