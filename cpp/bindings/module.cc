@@ -183,9 +183,23 @@ tokenmill::SplitPattern split_pattern(int pattern) {
 // Character offsets where each piece of text ends, split by one of the GPT-family patterns, as
 // an array('I'): the scanner reads the str's own code points (no UTF-8 copy, and its offsets
 // are already characters), and the result is one buffer rather than an int object per piece.
+// Given UTF-8 bytes instead, byte offsets, found by the scanners encoding reads text with.
 nb::object pretokenize(int pattern, nb::handle text) {
   const tokenmill::SplitPattern p = split_pattern(pattern);
-  if (!PyUnicode_Check(text.ptr())) throw nb::type_error("text must be a str");
+  if (PyBytes_Check(text.ptr())) {
+    const std::string_view bytes(PyBytes_AS_STRING(text.ptr()),
+                                 static_cast<std::size_t>(PyBytes_GET_SIZE(text.ptr())));
+    if (bytes.size() >= (std::size_t{1} << 32)) throw tokenmill::Error("text is 4 GiB or longer");
+    std::vector<uint32_t> ends;
+    std::size_t batch[64];
+    for (std::size_t i = 0; i < bytes.size();) {
+      const std::size_t m = tokenmill::scan_pieces(p, bytes, i, batch, 64);
+      for (std::size_t k = 0; k < m; ++k) ends.push_back(static_cast<uint32_t>(batch[k]));
+      i = batch[m - 1];
+    }
+    return uint32_array(ends);
+  }
+  if (!PyUnicode_Check(text.ptr())) throw nb::type_error("text must be a str or UTF-8 bytes");
   const Py_ssize_t length = PyUnicode_GET_LENGTH(text.ptr());
   if (static_cast<uint64_t>(length) >= (uint64_t{1} << 32)) {
     throw tokenmill::Error("text is 4 Gi characters or longer");

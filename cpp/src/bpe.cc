@@ -544,24 +544,52 @@ bool BPEModel::piece_cached() const {
 
 // The piece text[begin, begin + len), len <= 32, through the piece cache; spans relative to the
 // piece, as encode_word gives them.
+namespace {
+
+}  // namespace
+
+// The piece text[begin, begin + len), len <= 32, through the piece cache; spans relative to the
+// piece, as encode_word gives them.
+// The keys of the first (up to kPieceBatch) pieces that fit in the cache, each line asked for;
+// returns how many pieces that is.
+inline std::size_t key_pieces(std::string_view text, const uint32_t* bounds, std::size_t count,
+                              PieceCacheSet* cache, PieceKey (&keys)[BPEModel::kPieceBatch]) {
+  const std::size_t n = std::min(count, BPEModel::kPieceBatch);
+  for (std::size_t k = 0; k < n; ++k) {
+    const std::size_t len = bounds[2 * k + 1] - bounds[2 * k];
+    if (len == 0 || len > kPieceKeyBytes) continue;
+    piece_key(text, bounds[2 * k], len, keys[k]);
+    __builtin_prefetch(&piece_slot(cache, keys[k]));
+  }
+  return n;
+}
+
+// The tokens of key's piece if the set holds them for this model: meta (length, count, ends)
+// and up to four ids.
+inline bool piece_find(const PieceCacheSet& set, uint32_t tag, const PieceKey& key,
+                       std::size_t len, uint64_t& meta, uint64_t (&ids)[2]) {
+  for (const PieceCacheEntry& e : set.way) {
+    if (piece_read(e, tag, key, len, meta, ids[0], ids[1])) return true;
+  }
+  return false;
+}
+
+// The piece text[begin, begin + len), len <= 32, through the piece cache; spans relative to the
+// piece, as encode_word gives them.
 void BPEModel::encode_short_piece(std::string_view piece, uint32_t offset, const PieceKey& key,
                                   PieceCacheSet& set, std::vector<TokenSpan>& out) const {
   const uint32_t tag = piece_tag(serial_);
   uint64_t meta = 0;
-  uint64_t ids01 = 0;
-  uint64_t ids23 = 0;
-  for (const PieceCacheEntry& e : set.way) {
-    if (piece_read(e, tag, key, piece.size(), meta, ids01, ids23)) {
-      const auto count = static_cast<unsigned>((meta >> 8) & 0xFF);
-      const uint64_t ids[2] = {ids01, ids23};
-      uint32_t start = offset;
-      for (unsigned t = 0; t < count; ++t) {
-        const uint32_t end = offset + static_cast<uint32_t>((meta >> (16 + 8 * t)) & 0xFF);
-        out.push_back({static_cast<uint32_t>(ids[t / 2] >> (32 * (t % 2))), start, end});
-        start = end;
-      }
-      return;
+  uint64_t ids[2] = {0, 0};
+  if (piece_find(set, tag, key, piece.size(), meta, ids)) {
+    const auto count = static_cast<unsigned>((meta >> 8) & 0xFF);
+    uint32_t start = offset;
+    for (unsigned t = 0; t < count; ++t) {
+      const uint32_t end = offset + static_cast<uint32_t>((meta >> (16 + 8 * t)) & 0xFF);
+      out.push_back({static_cast<uint32_t>(ids[t / 2] >> (32 * (t % 2))), start, end});
+      start = end;
     }
+    return;
   }
   const std::size_t first = out.size();
   encode_word_uncached(piece, out);
@@ -576,7 +604,7 @@ void BPEModel::encode_short_piece(std::string_view piece, uint32_t offset, const
   }
   if (!end_to_end || at != piece.size()) return;
   meta = piece.size() | count << 8;
-  uint64_t ids[2] = {0, 0};
+  ids[0] = ids[1] = 0;
   for (std::size_t k = 0; k < count; ++k) {
     meta |= static_cast<uint64_t>(out[first + k].end - offset) << (16 + 8 * k);
     ids[k / 2] |= static_cast<uint64_t>(out[first + k].id) << (32 * (k % 2));
@@ -616,13 +644,7 @@ void BPEModel::encode_pieces(std::string_view text, const uint32_t* bounds, std:
   // finds the lines there (a miss to memory each, one after the other, cost most of the time).
   PieceCacheSet* const cache = shared_piece_cache();
   PieceKey keys[kPieceBatch];
-  const std::size_t n = std::min(count, kPieceBatch);
-  for (std::size_t k = 0; k < n; ++k) {
-    const std::size_t len = bounds[2 * k + 1] - bounds[2 * k];
-    if (len == 0 || len > kPieceKeyBytes) continue;
-    piece_key(text, bounds[2 * k], len, keys[k]);
-    __builtin_prefetch(&piece_slot(cache, keys[k]));
-  }
+  const std::size_t n = key_pieces(text, bounds, count, cache, keys);
   for (std::size_t k = 0; k < n; ++k) {
     const uint32_t begin = bounds[2 * k];
     const std::string_view piece = text.substr(begin, bounds[2 * k + 1] - begin);
@@ -635,6 +657,50 @@ void BPEModel::encode_pieces(std::string_view text, const uint32_t* bounds, std:
     }
   }
   if (count > n) encode_pieces(text, bounds + 2 * n, count - n, out);
+}
+
+void BPEModel::encode_pieces_ids(std::string_view text, const uint32_t* bounds, std::size_t count,
+                                 std::vector<uint32_t>& ids) const {
+  thread_local std::vector<TokenSpan> spans;  // the pieces the cache does not hold
+  if (!piece_cached()) {
+    spans.clear();
+    encode_pieces(text, bounds, count, spans);
+    for (const TokenSpan& s : spans) ids.push_back(s.id);
+    return;
+  }
+  // As encode_pieces; a piece found in the cache gives its ids straight to `ids`.
+  PieceCacheSet* const cache = shared_piece_cache();
+  const uint32_t tag = piece_tag(serial_);
+  PieceKey keys[kPieceBatch];
+  const std::size_t n = key_pieces(text, bounds, count, cache, keys);
+  for (std::size_t k = 0; k < n; ++k) {
+    const uint32_t begin = bounds[2 * k];
+    const std::string_view piece = text.substr(begin, bounds[2 * k + 1] - begin);
+    if (piece.empty()) continue;
+    spans.clear();
+    if (piece.size() > kPieceKeyBytes) {
+      encode_word_uncached(piece, spans);
+    } else {
+      PieceCacheSet& set = piece_slot(cache, keys[k]);
+      uint64_t meta = 0;
+      uint64_t found[2] = {0, 0};
+      if (piece_find(set, tag, keys[k], piece.size(), meta, found)) {
+        const auto tokens = static_cast<unsigned>((meta >> 8) & 0xFF);
+        ids.push_back(static_cast<uint32_t>(found[0]));
+        if (tokens > 1) {
+          ids.push_back(static_cast<uint32_t>(found[0] >> 32));
+          for (unsigned t = 2; t < tokens; ++t) {
+            ids.push_back(static_cast<uint32_t>(found[1] >> (32 * (t % 2))));
+          }
+        }
+        continue;
+      }
+      encode_short_piece(piece, 0, keys[k], set, spans);
+    }
+    for (const TokenSpan& s : spans) ids.push_back(s.id);
+  }
+  if (spans.capacity() > kScratchKept) std::vector<TokenSpan>().swap(spans);
+  if (count > n) encode_pieces_ids(text, bounds + 2 * n, count - n, ids);
 }
 
 void BPEModel::encode_word_uncached(std::string_view word, std::vector<TokenSpan>& out) const {

@@ -58,14 +58,18 @@ void PieceCounter::count_range(const std::vector<std::string_view>& texts, std::
   for (std::size_t t = begin; t < end; ++t) {
     const std::string_view text = texts[t];
     if (text.size() > UINT32_MAX) throw std::length_error("piece counter: a text of 4 GiB or more");
+    std::size_t ends[64];
     for (std::size_t i = 0; i < text.size();) {
-      const std::size_t j = piece_end(pattern_, text, i);
-      if (!piece_dropped(pattern_, text, i)) {
-        const std::string_view piece = text.substr(i, j - i);
-        table.add(piece, hash_bytes(piece), 1,
-                  {texts_seen_ + t, static_cast<uint32_t>(i)});
+      const std::size_t m = scan_pieces(pattern_, text, i, ends, 64);
+      for (std::size_t k = 0; k < m; ++k) {
+        const std::size_t j = ends[k];
+        if (!piece_dropped(pattern_, text, i)) {
+          const std::string_view piece = text.substr(i, j - i);
+          table.add(piece, hash_bytes(piece), 1,
+                    {texts_seen_ + t, static_cast<uint32_t>(i)});
+        }
+        i = j;
       }
-      i = j;
     }
   }
 }

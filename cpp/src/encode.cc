@@ -147,20 +147,31 @@ void encode_text(const BPEModel& model, SplitPattern pattern, std::string_view t
     throw Error("a text of 4 GiB or more has offsets that do not fit in 32 bits");
   }
   auto flush = [&] {
+    if (!with_offsets) {
+      model.encode_pieces_ids(text.substr(window), bounds, count, out.ids);
+      count = 0;
+      return;
+    }
     spans.clear();
     model.encode_pieces(text.substr(window), bounds, count, spans);
     count = 0;
-    for (const TokenSpan& s : spans) out.ids.push_back(s.id);
-    if (with_offsets) {
-      for (const TokenSpan& s : spans) {
-        out.starts.push_back(s.start);
-        out.ends.push_back(s.end);
-      }
+    for (const TokenSpan& s : spans) {
+      out.ids.push_back(s.id);
+      out.starts.push_back(s.start);
+      out.ends.push_back(s.end);
     }
   };
+  const bool drops = pattern == SplitPattern::kWords;  // the only pattern with dropped pieces
+  std::size_t piece_ends[kBatch];
+  std::size_t scanned = 0;
+  std::size_t next = 0;  // piece_ends[next, scanned) are still to be taken
   for (std::size_t i = 0; i < text.size();) {
-    const std::size_t j = piece_end(pattern, text, i);
-    if (!piece_dropped(pattern, text, i)) {
+    if (next == scanned) {
+      scanned = scan_pieces(pattern, text, i, piece_ends, kBatch);
+      next = 0;
+    }
+    const std::size_t j = piece_ends[next++];
+    if (!drops || !piece_dropped(pattern, text, i)) {
       if (j - i >= long_piece) {
         flush();
         if (model.encode_long_ids(text.substr(i, j - i), out.ids)) {

@@ -2,6 +2,11 @@
 
 #include "tokenmill/unicode.h"
 
+#if defined(__SSE2__) || defined(_M_X64)
+#include <emmintrin.h>
+#define TOKENMILL_SSE2 1
+#endif
+
 namespace tokenmill {
 
 namespace {
@@ -122,20 +127,61 @@ size_t other_run_start(const S& s, size_t i, const Char& c) {
   return npos;
 }
 
-// ASCII code unit tests on either view (a UTF-8 byte or a code point).
+// A code unit as a number on either view (a UTF-8 byte, 0..255, or a code point).
+inline uint32_t unit(std::string_view s, size_t i) { return static_cast<unsigned char>(s[i]); }
+template <typename T>
+uint32_t unit(const Units<T>& s, size_t i) {
+  return s.data[i];
+}
+
+// ASCII tests on a code unit.
+inline bool upper_ascii(uint32_t u) { return u - 'A' < 26u; }
+inline bool lower_ascii(uint32_t u) { return u - 'a' < 26u; }
+inline bool letter_ascii(uint32_t u) { return (u | 0x20u) - 'a' < 26u && u < 0x80; }
+inline bool digit_ascii(uint32_t u) { return u - '0' < 10u; }
 template <typename S>
 bool upper_ascii_at(const S& s, size_t i) {
-  return static_cast<uint32_t>(s[i]) - 'A' < 26u;
+  return upper_ascii(unit(s, i));
 }
 template <typename S>
 bool lower_ascii_at(const S& s, size_t i) {
-  return static_cast<uint32_t>(s[i]) - 'a' < 26u;
+  return lower_ascii(unit(s, i));
+}
+
+// Runs of ASCII code units from i, where each ends: units u with (u | fold) - lo < count.
+// [A-Z]: fold 0, lo 'A'; [a-z]: fold 0, lo 'a'; [A-Za-z]: fold 0x20, lo 'a' (folding maps no
+// other unit into a-z).
+template <typename S>
+size_t ascii_run(const S& s, size_t i, uint32_t fold, uint32_t lo, uint32_t count) {
+  while (i < s.size() && ((unit(s, i) | fold) - lo < count) && unit(s, i) < 0x80) ++i;
+  return i;
+}
+// On UTF-8, sixteen bytes a step: a word's end is found without a branch per letter (the one
+// mispredicted at every word's end was most of the scanner's time on English).
+inline size_t ascii_run(std::string_view s, size_t i, uint32_t fold, uint32_t lo, uint32_t count) {
+#ifdef TOKENMILL_SSE2
+  // u in [lo, lo + count) as bytes: (u | fold) - lo, flipped to signed, below count - 128.
+  const __m128i vfold = _mm_set1_epi8(static_cast<char>(fold));
+  const __m128i vlo = _mm_set1_epi8(static_cast<char>(lo));
+  const __m128i flip = _mm_set1_epi8(static_cast<char>(0x80));
+  const __m128i limit = _mm_set1_epi8(static_cast<char>(count ^ 0x80u));
+  while (i + 16 <= s.size()) {
+    const __m128i v = _mm_loadu_si128(reinterpret_cast<const __m128i*>(s.data() + i));
+    const __m128i x = _mm_xor_si128(_mm_sub_epi8(_mm_or_si128(v, vfold), vlo), flip);
+    const auto in = static_cast<unsigned>(_mm_movemask_epi8(_mm_cmplt_epi8(x, limit)));
+    if (in != 0xFFFFu) return i + static_cast<size_t>(__builtin_ctz(~in));
+    i += 16;
+  }
+#endif
+  while (i < s.size() && ((unit(s, i) | fold) - lo < count)) ++i;
+  return i;
 }
 
 // \p{L}+ from i, ASCII letters first without the class table (most words are all ASCII).
 template <typename S>
 size_t letters(const S& s, size_t i) {
-  while (i < s.size() && (lower_ascii_at(s, i) || upper_ascii_at(s, i))) ++i;
+  i = ascii_run(s, i, 0x20, 'a', 26);
+  if (i == s.size() || unit(s, i) < 0x80) return i;
   return run(s, i, is_letter);
 }
 
@@ -159,9 +205,27 @@ size_t gpt2(const S& s, size_t i) {
   return trailing_space(space_run(s, i), i, n);
 }
 
+// \p{N}{1,3} at an ASCII digit i: ASCII digits alone decide it unless a non-ASCII character
+// follows fewer than three of them.
+template <typename S>
+size_t digits_at(const S& s, size_t i) {
+  size_t e = i + 1;
+  while (e < s.size() && e < i + 3 && digit_ascii(unit(s, e))) ++e;
+  if (e == i + 3 || e == s.size() || unit(s, e) < 0x80) return e;
+  return up_to_three_numbers(s, i);
+}
+
 template <typename S>
 size_t cl100k(const S& s, size_t i) {
   const size_t n = s.size();
+  const uint32_t u = unit(s, i);
+  if (u < 0x80 && u != '\'') {  // ASCII, no contraction: a word (after its prefix) or digits
+    size_t j = i;
+    // [^\r\n\p{L}\p{N}] among ASCII: neither letter, digit, \r nor \n
+    if (!letter_ascii(u) && !digit_ascii(u) && u != '\r' && u != '\n' && i + 1 < n) ++j;
+    if (letter_ascii(unit(s, j))) return letters(s, j);
+    if (digit_ascii(u)) return digits_at(s, i);
+  }
   const size_t k = contraction(s, i, true);
   if (k != npos) return k;
   const Char c = char_at(s, i);
@@ -207,10 +271,9 @@ size_t upper_at_least_one(const S& s, size_t i) {
 // decides).
 template <typename S>
 size_t ascii_word(const S& s, size_t j) {
-  size_t k = j;
-  while (k < s.size() && upper_ascii_at(s, k)) ++k;
-  while (k < s.size() && lower_ascii_at(s, k)) ++k;
-  if (k == j || (k < s.size() && static_cast<uint32_t>(s[k]) >= 0x80)) return npos;
+  if (j >= s.size()) return npos;
+  const size_t k = ascii_run(s, ascii_run(s, j, 0, 'A', 26), 0, 'a', 26);
+  if (k == j || (k < s.size() && unit(s, k) >= 0x80)) return npos;
   return k;
 }
 
@@ -218,6 +281,7 @@ template <typename S>
 size_t o200k(const S& s, size_t i) {
   const size_t n = s.size();
   const Char c = char_at(s, i);
+  if (digit_ascii(c.cp)) return digits_at(s, i);  // no word form starts at a number
   const bool prefix = is_prefix(c);
   if (c.cp < 0x80) {  // the common case: an ASCII word, with or without its one-character prefix
     const size_t end = ascii_word(s, prefix ? i + 1 : i);
@@ -298,6 +362,18 @@ bool piece_dropped(SplitPattern pattern, std::string_view text, size_t i) {
 size_t piece_end(SplitPattern pattern, std::string_view text, size_t i) {
   return with_scanner<std::string_view>(
       pattern, [&](auto scan) { return past(text, i, scan(text, i)); });
+}
+
+size_t scan_pieces(SplitPattern pattern, std::string_view text, size_t i, size_t* ends,
+                   size_t max) {
+  return with_scanner<std::string_view>(pattern, [&](auto scan) {
+    size_t k = 0;
+    for (; k < max && i < text.size(); ++k) {
+      i = past(text, i, scan(text, i));
+      ends[k] = i;
+    }
+    return k;
+  });
 }
 
 void pretokenize(SplitPattern pattern, std::string_view text, std::vector<uint32_t>& ends) {

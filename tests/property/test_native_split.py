@@ -78,6 +78,34 @@ def test_any_text(text):
         assert native_pieces(scanner, text) == regex.findall(pattern, text), pattern
 
 
+def native_utf8_pieces(scanner: int, text: str) -> list[str]:
+    # The byte scanners encoding uses (ASCII runs read 16 bytes at a time where the machine can).
+    data = text.encode("utf-8")
+    ends = _core.pretokenize(scanner, data)
+    return [data[i:j].decode("utf-8") for i, j in zip([0, *ends], ends)]
+
+
+# Runs longer than one 16-byte step, ending on anything: ASCII letters of both cases, digits,
+# spaces, and the non-ASCII letters, marks and numbers that may continue a run.
+run_text = st.lists(
+    st.one_of(
+        st.text(st.sampled_from("abcxyzABCXYZ"), min_size=1, max_size=40),
+        st.text(st.sampled_from("0123456789"), min_size=1, max_size=5),
+        st.sampled_from(list(TRICKY)),
+    ),
+    max_size=12,
+).map("".join)
+
+
+@settings(max_examples=3000)
+@given(st.one_of(run_text, tricky_text, any_text))
+def test_utf8_scanners(text):
+    for pattern, scanner in PATTERNS:
+        assert native_utf8_pieces(scanner, text) == regex.findall(pattern, text), (pattern, text)
+    kept = [p for p in native_utf8_pieces(WORDS_SCANNER, text) if not SPACE.fullmatch(p)]
+    assert kept == WORDS.findall(text)
+
+
 WORDS = regex.compile(r"\w+|[^\w\s]+")  # the Whitespace pre-tokenizer's pattern
 SPACE = regex.compile(r"\s+")
 
@@ -121,8 +149,11 @@ def test_every_line_of_every_corpus(shared_data):
         for pattern, scanner in PATTERNS:
             compiled = regex.compile(pattern)
             for n, line in enumerate(lines):
-                if native_pieces(scanner, line) != compiled.findall(line):
+                expected = compiled.findall(line)
+                if native_pieces(scanner, line) != expected:
                     mismatches.append((path.name, n, scanner))
+                if native_utf8_pieces(scanner, line) != expected:
+                    mismatches.append((path.name, n, scanner, "utf-8"))
     assert mismatches == []
 
 
@@ -131,7 +162,9 @@ def test_every_line_of_every_corpus(shared_data):
 def test_whole_files_with_their_newlines(shared_data, pattern, scanner):
     for name in ("en/tinyshakespeare.txt", "zh/ud_zh_gsdsimp_dev.txt"):
         text = (shared_data / "text" / name).read_text("utf-8")
-        assert native_pieces(scanner, text) == regex.findall(pattern, text)
+        expected = regex.findall(pattern, text)
+        assert native_pieces(scanner, text) == expected
+        assert native_utf8_pieces(scanner, text) == expected
 
 
 @settings(max_examples=300)

@@ -111,6 +111,9 @@ class BPEModel {
   static constexpr std::size_t kPieceBatch = 16;
   void encode_pieces(std::string_view text, const uint32_t* bounds, std::size_t count,
                      std::vector<TokenSpan>& out) const;
+  // The same, the ids only (no spans made for pieces found in the cache).
+  void encode_pieces_ids(std::string_view text, const uint32_t* bounds, std::size_t count,
+                         std::vector<uint32_t>& ids) const;
 
   // BPE-dropout (Provilkov et al., 2020): as encode_word, but at every step each applicable
   // merge is skipped with probability `dropout`, in rank order, and the first one kept is
