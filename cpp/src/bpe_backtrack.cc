@@ -38,39 +38,43 @@ inline uint64_t prefix_step(uint64_t h, unsigned char byte) {
 inline uint64_t prefix_key(uint64_t h) { return ((h ^ (h >> 31)) * 0x9E3779B97F4A7C15ULL) | 1; }
 
 // Prefix key -> value, open addressing on the key's top bits (the keys are hashes already),
-// at most half full.
+// at most half full. A slot keeps the key's low 32 bits only (eight bytes a slot, eight to a
+// line: the table of o200k_base is half the size, and a random text's walks miss the cache
+// less); two keys that agree there are taken for one, which the users of the table allow for
+// (a token found is checked against the text, and two tokens under one key stop the build).
 class PrefixTable {
  public:
   void reserve(std::size_t n) {
     std::size_t bits = 4;
     while ((std::size_t{1} << bits) < 2 * n + 1) ++bits;
-    slots_.assign(std::size_t{1} << bits, Slot{0, 0, 0});
+    slots_.assign(std::size_t{1} << bits, Slot{0, 0});
     shift_ = 64 - static_cast<int>(bits);
     mask_ = slots_.size() - 1;
   }
   void prefetch(uint64_t key) const { __builtin_prefetch(&slots_[key >> shift_]); }
   bool find(uint64_t key, uint32_t& value) const {
+    const auto tag = static_cast<uint32_t>(key);  // never 0: keys are odd
     for (std::size_t i = key >> shift_;; i = (i + 1) & mask_) {
-      if (slots_[i].key == key) {
+      if (slots_[i].tag == tag) {
         value = slots_[i].value;
         return true;
       }
-      if (slots_[i].key == 0) return false;
+      if (slots_[i].tag == 0) return false;
     }
   }
   // The value of key, added as 0 if absent (the table must have room: reserve).
   uint32_t& at(uint64_t key) {
+    const auto tag = static_cast<uint32_t>(key);
     std::size_t i = key >> shift_;
-    while (slots_[i].key != key && slots_[i].key != 0) i = (i + 1) & mask_;
-    slots_[i].key = key;
+    while (slots_[i].tag != tag && slots_[i].tag != 0) i = (i + 1) & mask_;
+    slots_[i].tag = tag;
     return slots_[i].value;
   }
 
  private:
   struct Slot {
-    uint64_t key;
+    uint32_t tag;  // the key's low 32 bits; 0: empty
     uint32_t value;
-    uint32_t unused;  // 16 bytes a slot, four to a line
   };
   std::vector<Slot> slots_;
   int shift_ = 64;
@@ -323,6 +327,19 @@ bool BPEModel::encode_backtrack(const Backtrack& bt, std::string_view word,
     if (found == kNone) return best;
     return spelled_at(word, p, bt.spelling[found]) ? found : kNone;
   };
+  // Compatibility depends on the two tokens only, and a piece of one character repeated asks
+  // of the same pair at every step: the last answer is kept. (A table of recent pairs, tried
+  // too, made random letters slower: their pairs rarely repeat soon enough.)
+  uint64_t last_pair = ~uint64_t{0};
+  bool last_ok = false;
+  auto compatible_seen = [&](uint32_t a, uint32_t b) {
+    const uint64_t pair = static_cast<uint64_t>(a) << 32 | b;
+    if (pair != last_pair) {
+      last_ok = compatible(bt, a, b, cache, ~uint64_t{0});
+      last_pair = pair;
+    }
+    return last_ok;
+  };
   // The tokens so far are the end of `out` itself, used as the stack (no copy at the end).
   const std::size_t base = out.size();
   // Room for a token every two bytes, grown geometrically: out may be a whole text's ids, and
@@ -341,7 +358,7 @@ bool BPEModel::encode_backtrack(const Backtrack& bt, std::string_view word,
     const uint32_t last = first ? kNone : out.back();
     while (true) {
       const std::size_t end = pos + bt.length[token];
-      if (!is_dead(end) && (first || compatible(bt, last, token, cache, ~uint64_t{0}))) {
+      if (!is_dead(end) && (first || compatible_seen(last, token))) {
         out.push_back(token);
         pos = end;
         if (pos < n) next = longest(pos);

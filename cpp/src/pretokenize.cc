@@ -246,16 +246,18 @@ size_t cl100k(const S& s, size_t i) {
 // engine backtracks them; npos if the form does not match there.
 template <typename S>
 size_t upper_then_lower(const S& s, size_t i) {
-  const size_t b = run(s, i, is_upperish);
-  if (b < s.size() && is_lowerish(char_at(s, b))) return run(s, b, is_lowerish);
   // [UPPER]* gives characters back until [LOWER]+ can take one: Lm, Lo and M are in both
-  // classes, so the last such character of the run ends the match.
+  // classes, so if no lowercase follows the run, the last such character of it ends the match
+  // (noted on the way: a run of Han is read once, not twice).
+  size_t b = i;
   size_t end = npos;
-  for (size_t j = i; j < b;) {
-    const Char d = char_at(s, j);
-    j += d.len;
-    if (is_lowerish(d)) end = j;
+  while (b < s.size()) {
+    const Char d = char_at(s, b);
+    if (!is_upperish(d)) break;
+    b += d.len;
+    if (is_lowerish(d)) end = b;
   }
+  if (b < s.size() && is_lowerish(char_at(s, b))) return run(s, b, is_lowerish);
   return end;
 }
 
