@@ -673,29 +673,44 @@ void BPEModel::encode_pieces_ids(std::string_view text, const uint32_t* bounds, 
   const uint32_t tag = piece_tag(serial_);
   PieceKey keys[kPieceBatch];
   const std::size_t n = key_pieces(text, bounds, count, cache, keys);
+  // The cache is read for every piece first, and the vocabulary's lines asked for the pieces
+  // it does not hold, so the misses of a batch wait for memory together, not one by one.
+  struct Found {
+    uint64_t meta;  // 0: not in the cache
+    uint64_t ids[2];
+  };
+  Found found[kPieceBatch];
+  for (std::size_t k = 0; k < n; ++k) {
+    const std::string_view piece = text.substr(bounds[2 * k], bounds[2 * k + 1] - bounds[2 * k]);
+    found[k].meta = 0;
+    if (piece.empty()) continue;
+    if (piece.size() > kPieceKeyBytes ||
+        !piece_find(piece_slot(cache, keys[k]), tag, keys[k], piece.size(), found[k].meta,
+                    found[k].ids)) {
+      found[k].meta = 0;
+      prefetch_word(piece);
+    }
+  }
   for (std::size_t k = 0; k < n; ++k) {
     const uint32_t begin = bounds[2 * k];
     const std::string_view piece = text.substr(begin, bounds[2 * k + 1] - begin);
     if (piece.empty()) continue;
+    if (found[k].meta != 0) {
+      const auto tokens = static_cast<unsigned>((found[k].meta >> 8) & 0xFF);
+      ids.push_back(static_cast<uint32_t>(found[k].ids[0]));
+      if (tokens > 1) {
+        ids.push_back(static_cast<uint32_t>(found[k].ids[0] >> 32));
+        for (unsigned t = 2; t < tokens; ++t) {
+          ids.push_back(static_cast<uint32_t>(found[k].ids[1] >> (32 * (t % 2))));
+        }
+      }
+      continue;
+    }
     spans.clear();
     if (piece.size() > kPieceKeyBytes) {
       encode_word_uncached(piece, spans);
     } else {
-      PieceCacheSet& set = piece_slot(cache, keys[k]);
-      uint64_t meta = 0;
-      uint64_t found[2] = {0, 0};
-      if (piece_find(set, tag, keys[k], piece.size(), meta, found)) {
-        const auto tokens = static_cast<unsigned>((meta >> 8) & 0xFF);
-        ids.push_back(static_cast<uint32_t>(found[0]));
-        if (tokens > 1) {
-          ids.push_back(static_cast<uint32_t>(found[0] >> 32));
-          for (unsigned t = 2; t < tokens; ++t) {
-            ids.push_back(static_cast<uint32_t>(found[1] >> (32 * (t % 2))));
-          }
-        }
-        continue;
-      }
-      encode_short_piece(piece, 0, keys[k], set, spans);
+      encode_short_piece(piece, 0, keys[k], piece_slot(cache, keys[k]), spans);
     }
     for (const TokenSpan& s : spans) ids.push_back(s.id);
   }

@@ -147,6 +147,8 @@ class BPEModel {
     uint32_t end;
   };
   void encode_word_uncached(std::string_view word, std::vector<TokenSpan>& out) const;
+  // Asks for the memory encode_word_uncached reads first (the word's vocabulary slot).
+  void prefetch_word(std::string_view word) const { vocab_.prefetch(word); }
   bool piece_cached() const;  // whether short pieces go through the piece cache
   // A piece of up to 32 bytes through the piece cache; its spans start at offset.
   void encode_short_piece(std::string_view piece, uint32_t offset, const PieceKey& key,
