@@ -110,6 +110,15 @@ struct BPEModel::Backtrack {
   static constexpr uint32_t kLonger = uint32_t{1} << 31;
   uint32_t byte_token[256];
   std::vector<uint32_t> two_bytes;
+  // The third step, for printable ASCII: each such two bytes that begin a longer token has a
+  // row (three_row: row + 1, else 0) of 96 entries, one for each third byte in [0x20, 0x80),
+  // coded as two_bytes. Random ASCII (hex, base64, letters) then rarely reaches the prefix
+  // table, whose every probe was a miss to memory. At most 96 * 96 rows of 384 bytes.
+  static constexpr unsigned kAsciiLow = 0x20;
+  static constexpr unsigned kAsciiSpan = 0x60;
+  static bool printable(unsigned char c) { return c - kAsciiLow < kAsciiSpan; }
+  std::vector<uint16_t> three_row;
+  std::vector<uint32_t> three_bytes;
 };
 
 const BPEModel::Backtrack* BPEModel::backtrack() const {
@@ -217,6 +226,24 @@ std::shared_ptr<const BPEModel::Backtrack> BPEModel::build_backtrack() const {
                                   static_cast<unsigned char>(bytes[1])];
     two |= bytes.size() == 2 ? order[k] + 1 : Backtrack::kLonger;
   }
+  auto printable = Backtrack::printable;
+  bt->three_row.assign(std::size_t{1} << 16, 0);
+  for (std::size_t k = first_made; k < order.size(); ++k) {
+    const std::string_view bytes = bt->spelling[order[k]];
+    const auto b0 = static_cast<unsigned char>(bytes[0]);
+    const auto b1 = static_cast<unsigned char>(bytes[1]);
+    if (bytes.size() < 3 || !printable(b0) || !printable(b1)) continue;
+    uint16_t& row = bt->three_row[std::size_t{b0} << 8 | b1];
+    if (row == 0) {
+      bt->three_bytes.resize(bt->three_bytes.size() + Backtrack::kAsciiSpan, 0);
+      row = static_cast<uint16_t>(bt->three_bytes.size() / Backtrack::kAsciiSpan);
+    }
+    const auto b2 = static_cast<unsigned char>(bytes[2]);
+    if (!printable(b2)) continue;  // the prefix table answers for this third byte
+    uint32_t& three = bt->three_bytes[(row - 1u) * std::size_t{Backtrack::kAsciiSpan} + b2 -
+                                      Backtrack::kAsciiLow];
+    three |= bytes.size() == 3 ? order[k] + 1 : Backtrack::kLonger;
+  }
   // Each made token's longest shorter token: its left part, or a longer prefix that is one.
   for (std::size_t k = first_made; k < order.size(); ++k) {
     const uint32_t t = order[k];
@@ -299,24 +326,38 @@ bool BPEModel::encode_backtrack(const Backtrack& bt, std::string_view word,
     if (p + 1 == n) return best;
     const uint32_t two = bt.two_bytes[std::size_t{b0} << 8 | static_cast<unsigned char>(word[p + 1])];
     if ((two & ~Backtrack::kLonger) != 0) best = (two & ~Backtrack::kLonger) - 1;
-    if ((two & Backtrack::kLonger) == 0) return best;
-    // Three bytes and more: the prefix table. The keys of the next few prefixes do not depend
+    if ((two & Backtrack::kLonger) == 0 || p + 2 == n) return best;
+    const auto b1 = static_cast<unsigned char>(word[p + 1]);
+    uint64_t h = prefix_step(prefix_step(kPrefixSeed, b0), b1);
+    std::size_t from = p + 2;  // the prefix table's walk starts with the prefix ending here
+    const auto b2 = static_cast<unsigned char>(word[p + 2]);
+    auto printable = Backtrack::printable;
+    const uint16_t row =
+        printable(b0) && printable(b1) ? bt.three_row[std::size_t{b0} << 8 | b1] : uint16_t{0};
+    if (row != 0 && printable(b2)) {
+      const uint32_t three = bt.three_bytes[(row - 1u) * std::size_t{Backtrack::kAsciiSpan} + b2 -
+                                            Backtrack::kAsciiLow];
+      if ((three & ~Backtrack::kLonger) != 0) best = (three & ~Backtrack::kLonger) - 1;
+      if ((three & Backtrack::kLonger) == 0) return best;
+      h = prefix_step(h, b2);
+      from = p + 3;
+    }
+    // The longer prefixes: the prefix table. The keys of the next few prefixes do not depend
     // on the lookups, so their lines are asked for together.
     constexpr std::size_t kAhead = 3;
     uint64_t keys[kAhead];
-    uint64_t h = prefix_step(prefix_step(kPrefixSeed, b0), static_cast<unsigned char>(word[p + 1]));
-    const std::size_t ahead = std::min(kAhead, n - p - 2);
+    const std::size_t ahead = std::min(kAhead, n - from);
     for (std::size_t j = 0; j < ahead; ++j) {
-      h = prefix_step(h, static_cast<unsigned char>(word[p + 2 + j]));
+      h = prefix_step(h, static_cast<unsigned char>(word[from + j]));
       keys[j] = prefix_key(h);
       bt.prefixes.prefetch(keys[j]);
     }
     uint32_t found = kNone;
     uint32_t value = 0;
-    for (std::size_t i = p + 2; i < n; ++i) {
+    for (std::size_t i = from; i < n; ++i) {
       uint64_t key = 0;
-      if (i - p - 2 < ahead) {
-        key = keys[i - p - 2];
+      if (i - from < ahead) {
+        key = keys[i - from];
       } else {
         h = prefix_step(h, static_cast<unsigned char>(word[i]));
         key = prefix_key(h);
