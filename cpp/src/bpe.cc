@@ -434,6 +434,8 @@ void BPEModel::encode_word_dropout(std::string_view word, double dropout, uint64
 namespace {
 constexpr std::size_t kPieceKeyBytes = 32;
 constexpr std::size_t kPieceTokens = 4;
+constexpr unsigned kWordCacheMark = 0xFF;  // an entry's token count: "in the word cache"
+constexpr std::size_t kMaxCachedLongBytes = 256;  // longer pieces are not kept at all
 constexpr int kPieceCacheBits = 15;  // sets of two lines: 4 MiB
 }  // namespace
 struct alignas(64) PieceCacheEntry {
@@ -581,34 +583,57 @@ void BPEModel::encode_short_piece(std::string_view piece, uint32_t offset, const
   const uint32_t tag = piece_tag(serial_);
   uint64_t meta = 0;
   uint64_t ids[2] = {0, 0};
+  const std::size_t first = out.size();
+  auto shift = [&] {
+    for (std::size_t k = first; k < out.size(); ++k) {
+      out[k].start += offset;
+      out[k].end += offset;
+    }
+  };
+  bool marked = false;  // the entry sends this piece to the word cache
   if (piece_find(set, tag, key, piece.size(), meta, ids)) {
     const auto count = static_cast<unsigned>((meta >> 8) & 0xFF);
-    uint32_t start = offset;
-    for (unsigned t = 0; t < count; ++t) {
-      const uint32_t end = offset + static_cast<uint32_t>((meta >> (16 + 8 * t)) & 0xFF);
-      out.push_back({static_cast<uint32_t>(ids[t / 2] >> (32 * (t % 2))), start, end});
-      start = end;
+    if (count != kWordCacheMark) {
+      uint32_t start = offset;
+      for (unsigned t = 0; t < count; ++t) {
+        const uint32_t end = offset + static_cast<uint32_t>((meta >> (16 + 8 * t)) & 0xFF);
+        out.push_back({static_cast<uint32_t>(ids[t / 2] >> (32 * (t % 2))), start, end});
+        start = end;
+      }
+      return;
     }
-    return;
+    if (find_cached_word(piece, out)) {
+      shift();
+      return;
+    }
+    marked = true;  // and the word cache has no room for it: merged each time
   }
-  const std::size_t first = out.size();
   encode_word_uncached(piece, out);
   const std::size_t count = out.size() - first;
-  bool end_to_end = count <= kPieceTokens;
+  bool end_to_end = true;
   uint32_t at = 0;
-  for (std::size_t k = 0; k < count; ++k) {
-    end_to_end = end_to_end && out[first + k].start == at;  // else a byte has no token
-    at = out[first + k].end;
-    out[first + k].start += offset;
-    out[first + k].end += offset;
+  for (std::size_t k = first; k < out.size(); ++k) {
+    end_to_end = end_to_end && out[k].start == at;  // else a byte has no token
+    at = out[k].end;
   }
-  if (!end_to_end || at != piece.size()) return;
-  meta = piece.size() | count << 8;
+  if (!end_to_end || at != piece.size() || marked) {
+    shift();
+    return;
+  }
   ids[0] = ids[1] = 0;
-  for (std::size_t k = 0; k < count; ++k) {
-    meta |= static_cast<uint64_t>(out[first + k].end - offset) << (16 + 8 * k);
-    ids[k / 2] |= static_cast<uint64_t>(out[first + k].id) << (32 * (k % 2));
+  if (count > kPieceTokens) {
+    // Too many tokens for an entry (long identifiers, runs of symbols): they go to the word
+    // cache, and the entry says to look there (merging them again cost microseconds a piece).
+    keep_cached_word(piece, out.data() + first, count);
+    meta = piece.size() | uint64_t{kWordCacheMark} << 8;
+  } else {
+    meta = piece.size() | count << 8;
+    for (std::size_t k = 0; k < count; ++k) {
+      meta |= static_cast<uint64_t>(out[first + k].end) << (16 + 8 * k);
+      ids[k / 2] |= static_cast<uint64_t>(out[first + k].id) << (32 * (k % 2));
+    }
   }
+  shift();
   const uint32_t head = static_cast<uint32_t>(set.way[0].word[0].load(std::memory_order_relaxed));
   piece_write(set.way[head == tag ? 1 : 0], tag, key, meta, ids[0], ids[1]);
 }
@@ -650,7 +675,7 @@ void BPEModel::encode_pieces(std::string_view text, const uint32_t* bounds, std:
     const std::string_view piece = text.substr(begin, bounds[2 * k + 1] - begin);
     if (piece.size() > kPieceKeyBytes) {
       const std::size_t first = out.size();
-      encode_word_uncached(piece, out);
+      encode_long_piece(piece, out);
       shift(first, begin);
     } else if (!piece.empty()) {
       encode_short_piece(piece, begin, keys[k], piece_slot(cache, keys[k]), out);
@@ -689,6 +714,8 @@ void BPEModel::encode_pieces_ids(std::string_view text, const uint32_t* bounds, 
                     found[k].ids)) {
       found[k].meta = 0;
       prefetch_word(piece);
+    } else if (((found[k].meta >> 8) & 0xFF) == kWordCacheMark) {
+      found[k].meta = 0;  // in the word cache: encode_short_piece looks there
     }
   }
   for (std::size_t k = 0; k < n; ++k) {
@@ -708,7 +735,7 @@ void BPEModel::encode_pieces_ids(std::string_view text, const uint32_t* bounds, 
     }
     spans.clear();
     if (piece.size() > kPieceKeyBytes) {
-      encode_word_uncached(piece, spans);
+      encode_long_piece(piece, spans);
     } else {
       encode_short_piece(piece, 0, keys[k], piece_slot(cache, keys[k]), spans);
     }
@@ -729,17 +756,7 @@ void BPEModel::encode_word_uncached(std::string_view word, std::vector<TokenSpan
   // The shared word cache serves the models whose short pieces skip the piece cache.
   const bool cacheable =
       !piece_cached() && options_.cache_capacity > 0 && word.size() <= kMaxCachedWordBytes;
-  // Threads share the cache in shards, each behind its own lock, so they rarely wait on one
-  // another (a single lock made two threads slower than one).
-  CacheShard& shard = cache_[cacheable ? hash_bytes(word) % kCacheShards : 0];
-  if (cacheable) {
-    std::lock_guard<std::mutex> lock(shard.mutex);
-    auto it = shard.words.find(std::string(word));
-    if (it != shard.words.end()) {
-      out.insert(out.end(), it->second.begin(), it->second.end());
-      return;
-    }
-  }
+  if (cacheable && find_cached_word(word, out)) return;
   if (word.size() >= backtrack_threshold()) {
     const Backtrack* bt = backtrack();
     if (bt != nullptr && encode_backtrack(*bt, word, out, pair_cache)) return;
@@ -753,15 +770,36 @@ void BPEModel::encode_word_uncached(std::string_view word, std::vector<TokenSpan
   const std::size_t first = out.size();
   for (const Symbol& s : syms) out.push_back({s.id, s.start, s.end});
   if (syms.capacity() > kScratchKept) std::vector<Symbol>().swap(syms);
-  if (cacheable) {
-    std::lock_guard<std::mutex> lock(shard.mutex);
-    // A full cache stops growing rather than evicting: frequent words arrive early.
-    if (shard.words.size() * kCacheShards < options_.cache_capacity) {
-      shard.words.emplace(std::string(word),
-                          std::vector<TokenSpan>(out.begin() + static_cast<std::ptrdiff_t>(first),
-                                                 out.end()));
-    }
+  if (cacheable) keep_cached_word(word, out.data() + first, out.size() - first);
+}
+
+// Threads share the word cache in shards, each behind its own lock, so they rarely wait on one
+// another (a single lock made two threads slower than one).
+bool BPEModel::find_cached_word(std::string_view word, std::vector<TokenSpan>& out) const {
+  CacheShard& shard = cache_[hash_bytes(word) % kCacheShards];
+  std::lock_guard<std::mutex> lock(shard.mutex);
+  auto it = shard.words.find(std::string(word));
+  if (it == shard.words.end()) return false;
+  out.insert(out.end(), it->second.begin(), it->second.end());
+  return true;
+}
+
+void BPEModel::keep_cached_word(std::string_view word, const TokenSpan* tokens,
+                                std::size_t count) const {
+  CacheShard& shard = cache_[hash_bytes(word) % kCacheShards];
+  std::lock_guard<std::mutex> lock(shard.mutex);
+  // A full cache stops growing rather than evicting: frequent words arrive early.
+  if (shard.words.size() * kCacheShards < options_.cache_capacity) {
+    shard.words.emplace(std::string(word), std::vector<TokenSpan>(tokens, tokens + count));
   }
+}
+
+void BPEModel::encode_long_piece(std::string_view piece, std::vector<TokenSpan>& out) const {
+  const bool cacheable = options_.cache_capacity > 0 && piece.size() <= kMaxCachedLongBytes;
+  if (cacheable && find_cached_word(piece, out)) return;
+  const std::size_t first = out.size();
+  encode_word_uncached(piece, out);
+  if (cacheable) keep_cached_word(piece, out.data() + first, out.size() - first);
 }
 
 std::vector<uint32_t> BPEModel::merge_ids(const std::vector<uint32_t>& ids) const {

@@ -94,6 +94,33 @@ def test_long_pieces_are_cut_by_backtracking_as_tiktoken_cuts_them(shared_data, 
         _core.set_backtrack_bytes(previous)
 
 
+@pytest.mark.parametrize("name", ["cl100k_base", "o200k_base"])
+@pytest.mark.parametrize("capacity", [None, 16])
+def test_pieces_the_piece_cache_cannot_hold(shared_data, encodings, pairs, monkeypatch, name,
+                                            capacity):
+    # A piece of more than four tokens (a long identifier) is kept in the word cache and its
+    # piece-cache entry says so; a piece over 32 bytes goes to the word cache directly. Each is
+    # met again and again here: with the default cache, and with one so small (16 words, one a
+    # shard) that most are marked but never kept, and merged each time.
+    from tokenmill.formats import tiktoken as tiktoken_format
+
+    if capacity is not None:
+        monkeypatch.setattr(tiktoken_format, "CACHE_CAPACITY", capacity)
+    tok = tokenmill.load(name, path=shared_data / encodings[name]["file"])
+    ref = pairs[name][1]
+    rnd = random.Random(name)
+    words = ["Brotli", "Decoder", "Error", "Code", "Assertion", "Tester", "Conforming", "Object",
+             "Qx", "zz", "Unaligned", "Read", "\u00e9t\u00e9", "\u4e2d\u6587"]
+    pieces = [" " + "".join(rnd.choices(words, k=rnd.randint(3, 9))) for _ in range(300)]
+    pieces += [" " * k for k in range(30, 45)] + ["=" * k for k in range(5, 80, 7)]
+    texts = ["".join(rnd.choices(pieces, k=20)) + "\n" for _ in range(200)]
+    expected = ref.encode_ordinary_batch(texts)
+    for _ in range(2):
+        assert [tok.encode_ordinary(t) for t in texts] == expected
+        assert tok.encode_ordinary_batch(texts, num_threads=2) == expected
+        assert [tok.encode(t, disallowed_special=()).ids for t in texts[:50]] == expected[:50]
+
+
 def test_special_tokens_follow_tiktokens_rules(pairs):
     tok, ref = pairs["cl100k_base"]
     text = "a<|endoftext|>b<|fim_prefix|>"
