@@ -435,7 +435,6 @@ namespace {
 constexpr std::size_t kPieceKeyBytes = 32;
 constexpr std::size_t kPieceTokens = 4;
 constexpr unsigned kWordCacheMark = 0xFF;  // an entry's token count: "in the word cache"
-constexpr std::size_t kMaxCachedLongBytes = 256;  // longer pieces are not kept at all
 constexpr int kPieceCacheBits = 15;  // sets of two lines: 4 MiB
 }  // namespace
 struct alignas(64) PieceCacheEntry {
@@ -590,7 +589,6 @@ void BPEModel::encode_short_piece(std::string_view piece, uint32_t offset, const
       out[k].end += offset;
     }
   };
-  bool marked = false;  // the entry sends this piece to the word cache
   if (piece_find(set, tag, key, piece.size(), meta, ids)) {
     const auto count = static_cast<unsigned>((meta >> 8) & 0xFF);
     if (count != kWordCacheMark) {
@@ -606,7 +604,10 @@ void BPEModel::encode_short_piece(std::string_view piece, uint32_t offset, const
       shift();
       return;
     }
-    marked = true;  // and the word cache has no room for it: merged each time
+    // The word cache was full when it came: merged each time.
+    encode_word_uncached(piece, out);
+    shift();
+    return;
   }
   encode_word_uncached(piece, out);
   const std::size_t count = out.size() - first;
@@ -616,14 +617,20 @@ void BPEModel::encode_short_piece(std::string_view piece, uint32_t offset, const
     end_to_end = end_to_end && out[k].start == at;  // else a byte has no token
     at = out[k].end;
   }
-  if (!end_to_end || at != piece.size() || marked) {
+  if (!end_to_end || at != piece.size()) {
     shift();
     return;
   }
   ids[0] = ids[1] = 0;
   if (count > kPieceTokens) {
-    // Too many tokens for an entry (long identifiers, runs of symbols): they go to the word
-    // cache, and the entry says to look there (merging them again cost microseconds a piece).
+    // Too many tokens for an entry. An ASCII piece (a long identifier, a run of symbols) was
+    // merged byte by byte, microseconds of work: it goes to the word cache, and the entry says
+    // to look there. Other pieces start from whole characters and merge again faster than the
+    // word cache finds them.
+    if (((key.word[0] | key.word[1] | key.word[2] | key.word[3]) & 0x8080808080808080ULL) != 0) {
+      shift();
+      return;
+    }
     keep_cached_word(piece, out.data() + first, count);
     meta = piece.size() | uint64_t{kWordCacheMark} << 8;
   } else {
@@ -675,7 +682,7 @@ void BPEModel::encode_pieces(std::string_view text, const uint32_t* bounds, std:
     const std::string_view piece = text.substr(begin, bounds[2 * k + 1] - begin);
     if (piece.size() > kPieceKeyBytes) {
       const std::size_t first = out.size();
-      encode_long_piece(piece, out);
+      encode_word_uncached(piece, out);
       shift(first, begin);
     } else if (!piece.empty()) {
       encode_short_piece(piece, begin, keys[k], piece_slot(cache, keys[k]), out);
@@ -735,7 +742,7 @@ void BPEModel::encode_pieces_ids(std::string_view text, const uint32_t* bounds, 
     }
     spans.clear();
     if (piece.size() > kPieceKeyBytes) {
-      encode_long_piece(piece, spans);
+      encode_word_uncached(piece, spans);
     } else {
       encode_short_piece(piece, 0, keys[k], piece_slot(cache, keys[k]), spans);
     }
@@ -792,14 +799,6 @@ void BPEModel::keep_cached_word(std::string_view word, const TokenSpan* tokens,
   if (shard.words.size() * kCacheShards < options_.cache_capacity) {
     shard.words.emplace(std::string(word), std::vector<TokenSpan>(tokens, tokens + count));
   }
-}
-
-void BPEModel::encode_long_piece(std::string_view piece, std::vector<TokenSpan>& out) const {
-  const bool cacheable = options_.cache_capacity > 0 && piece.size() <= kMaxCachedLongBytes;
-  if (cacheable && find_cached_word(piece, out)) return;
-  const std::size_t first = out.size();
-  encode_word_uncached(piece, out);
-  if (cacheable) keep_cached_word(piece, out.data() + first, out.size() - first);
 }
 
 std::vector<uint32_t> BPEModel::merge_ids(const std::vector<uint32_t>& ids) const {

@@ -147,8 +147,6 @@ class BPEModel {
     uint32_t end;
   };
   void encode_word_uncached(std::string_view word, std::vector<TokenSpan>& out) const;
-  // A piece of a piece-cached model too long for the piece cache: through the word cache.
-  void encode_long_piece(std::string_view piece, std::vector<TokenSpan>& out) const;
   // The word cache (cache_): appends word's tokens if kept there; keeps them (unless full).
   bool find_cached_word(std::string_view word, std::vector<TokenSpan>& out) const;
   void keep_cached_word(std::string_view word, const TokenSpan* tokens, std::size_t count) const;
