@@ -2,7 +2,8 @@
 
 - hostile inputs (1 MB of "a", random letters, digits, a base64 blob, one CJK character
   repeated, FASTA-like records of 40 kB pieces) at 100 kB and 1 MB: how time grows with size,
-  and tokenmill against tiktoken;
+  and tokenmill against tiktoken, for the first encode of a fresh process and in the steady
+  state after it (the median of three more texts of the kind);
 - decode throughput on the ids of English and Chinese text (MB/s of text produced);
 - batch encoding on every core against tokenmill's own single thread;
 - ``tokenmill encode-corpus`` end to end at two corpus sizes: MB/s and peak memory.
@@ -35,12 +36,14 @@ from bench_encode import chinese, english, tiktoken_encoding
 ENCODINGS = ("cl100k_base", "o200k_base")
 HOSTILE = ("a", "letters", "digits", "base64", "cjk", "records")
 SIZES = (100_000, 1_000_000)
+STEADY = 3  # encodes after the first, in the same process
 NA = float("nan")  # a row with one figure only
 
 
-def hostile_text(kind: str, size: int) -> str:
-    """``size`` bytes of one of the inputs that make naive BPE super-linear."""
-    rnd = random.Random(size)
+def hostile_text(kind: str, size: int, seed: int = 0) -> str:
+    """``size`` bytes of one of the inputs that make naive BPE super-linear (``seed`` picks
+    another text of the same kind, where the kind is random)."""
+    rnd = random.Random(size if seed == 0 else f"{size}/{seed}")
     if kind == "a":
         return "a" * size
     if kind == "letters":
@@ -66,19 +69,27 @@ def open_encoding(engine: str, data: Path, name: str) -> Any:
 # -- workers ---------------------------------------------------------------------------------
 
 def worker_hostile(spec: dict[str, Any]) -> dict[str, Any]:
-    """One encode of the hostile text, after a first use of the encoding. For tokenmill the
-    first use includes one long piece, which builds the tables that long pieces are cut with
-    (once per model); its time is reported apart as ``setup_s``."""
+    """The first encode of a hostile text after a first use of the encoding (``s``), then the
+    median of ``STEADY`` more encodes of other texts of that kind and size (``steady_s``): the
+    first call of a fresh process also pays for the pages its allocations touch the first time
+    (a megabyte's output, its UTF-8 copy), which a process that has run a while does not. For
+    tokenmill the first use includes one long piece, which builds the tables that long pieces
+    are cut with (once per model); its time is reported apart as ``setup_s``."""
     enc = open_encoding(spec["engine"], Path(spec["data"]), spec["encoding"])
     enc.encode_ordinary("x")
     t0 = time.perf_counter()
     if spec["engine"] == "tokenmill":
         enc.encode_ordinary("x" * 40_000)
     setup = time.perf_counter() - t0
-    text = hostile_text(spec["kind"], spec["size"])
-    t0 = time.perf_counter()
-    ids = enc.encode_ordinary(text)
-    return {"s": time.perf_counter() - t0, "tokens": len(ids), "setup_s": setup}
+    times = []
+    for seed in range(1 + STEADY):
+        text = hostile_text(spec["kind"], spec["size"], seed)
+        t0 = time.perf_counter()
+        ids = enc.encode_ordinary(text)
+        times.append(time.perf_counter() - t0)
+        del text
+    return {"s": times[0], "steady_s": statistics.median(times[1:]), "tokens": len(ids),
+            "setup_s": setup}
 
 
 def worker_decode(spec: dict[str, Any]) -> dict[str, Any]:
@@ -124,16 +135,25 @@ def run_worker(spec: dict[str, Any], timeout: float) -> dict[str, Any] | None:
     return json.loads(proc.stdout.strip().splitlines()[-1])
 
 
-def medians(args: argparse.Namespace, spec: dict[str, Any], key: str,
-            engines: tuple[str, ...] = ("tokenmill", "tiktoken")) -> dict[str, float | None]:
-    """The median of ``key`` per engine over the repeats (engines alternating); None if any
-    run timed out."""
-    runs: dict[str, list[float | None]] = {e: [] for e in engines}
+def medians_of(args: argparse.Namespace, spec: dict[str, Any], keys: tuple[str, ...],
+               engines: tuple[str, ...] = ("tokenmill", "tiktoken"),
+               ) -> dict[str, dict[str, float | None]]:
+    """The median of each of ``keys`` per engine over the repeats (engines alternating); None
+    if any run timed out."""
+    runs: dict[str, dict[str, list[float | None]]] = {e: {k: [] for k in keys} for e in engines}
     for r in range(args.repeats):
         for engine in engines if r % 2 == 0 else engines[::-1]:
             result = run_worker({**spec, "engine": engine}, args.timeout)
-            runs[engine].append(None if result is None else result[key])
-    return {e: None if None in v else statistics.median(v) for e, v in runs.items()}
+            for k in keys:
+                runs[engine][k].append(None if result is None else result[k])
+    return {e: {k: None if None in v else statistics.median(v) for k, v in by_key.items()}
+            for e, by_key in runs.items()}
+
+
+def medians(args: argparse.Namespace, spec: dict[str, Any], key: str,
+            engines: tuple[str, ...] = ("tokenmill", "tiktoken")) -> dict[str, float | None]:
+    """medians_of for one key."""
+    return {e: m[key] for e, m in medians_of(args, spec, (key,), engines).items()}
 
 
 def thread_medians(args: argparse.Namespace, spec: dict[str, Any],
@@ -174,17 +194,20 @@ def benchmark(args: argparse.Namespace, work: Path) -> dict[str, Any]:
     rows: list[tuple[str, str, float | None, float | None]] = []
     for name in ENCODINGS:
         for kind in HOSTILE:
-            t = {size: medians(args, {**base, "task": "hostile", "encoding": name, "kind": kind,
-                                      "size": size}, "s") for size in SIZES}
-            for engine in ("tokenmill", "tiktoken"):
-                small, big = t[SIZES[0]][engine], t[SIZES[1]][engine]
-                log(f"{name} {kind:8} {engine:9} 100 kB {small} s, 1 MB {big} s")
-            tm, tt = t[SIZES[1]]["tokenmill"], t[SIZES[1]]["tiktoken"]
-            rows.append((f"{name}, {kind}", "1 MB / 100 kB time, tokenmill (<= 12)",
-                         tm, t[SIZES[0]]["tokenmill"]))
-            rows.append((f"{name}, {kind}", "1 MB / 100 kB time, tiktoken",
-                         tt, t[SIZES[0]]["tiktoken"]))
-            rows.append((f"{name}, {kind}", "1 MB: tiktoken s / tokenmill s (>= 10)", tt, tm))
+            t = {size: medians_of(args, {**base, "task": "hostile", "encoding": name,
+                                         "kind": kind, "size": size}, ("s", "steady_s"))
+                 for size in SIZES}
+            for key, when in (("steady_s", "steady"), ("s", "first call")):
+                for engine in ("tokenmill", "tiktoken"):
+                    small, big = t[SIZES[0]][engine][key], t[SIZES[1]][engine][key]
+                    log(f"{name} {kind:8} {engine:9} {when}: 100 kB {small} s, 1 MB {big} s")
+                tm, tt = t[SIZES[1]]["tokenmill"][key], t[SIZES[1]]["tiktoken"][key]
+                section = f"{name}, {kind}, {when}"
+                rows.append((section, "1 MB / 100 kB time, tokenmill (<= 12)",
+                             tm, t[SIZES[0]]["tokenmill"][key]))
+                rows.append((section, "1 MB / 100 kB time, tiktoken",
+                             tt, t[SIZES[0]]["tiktoken"][key]))
+                rows.append((section, "1 MB: tiktoken s / tokenmill s (>= 10)", tt, tm))
         setup = medians(args, {**base, "task": "hostile", "encoding": name, "kind": "a",
                                "size": 1000}, "setup_s", engines=("tokenmill",))["tokenmill"]
         log(f"{name} long-piece tables, built once per model: {setup} s")
