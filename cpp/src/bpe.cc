@@ -543,14 +543,7 @@ bool BPEModel::piece_cached() const {
   return options_.byte_symbols && options_.cache_capacity > 0;
 }
 
-// The piece text[begin, begin + len), len <= 32, through the piece cache; spans relative to the
-// piece, as encode_word gives them.
 namespace {
-
-}  // namespace
-
-// The piece text[begin, begin + len), len <= 32, through the piece cache; spans relative to the
-// piece, as encode_word gives them.
 // The keys of the first (up to kPieceBatch) pieces that fit in the cache, each line asked for;
 // returns how many pieces that is.
 inline std::size_t key_pieces(std::string_view text, const uint32_t* bounds, std::size_t count,
@@ -574,6 +567,7 @@ inline bool piece_find(const PieceCacheSet& set, uint32_t tag, const PieceKey& k
   }
   return false;
 }
+}  // namespace
 
 // The piece text[begin, begin + len), len <= 32, through the piece cache; spans relative to the
 // piece, as encode_word gives them.
@@ -604,7 +598,7 @@ void BPEModel::encode_short_piece(std::string_view piece, uint32_t offset, const
       shift();
       return;
     }
-    // The word cache was full when it came: merged each time.
+    // Kept there once, gone only if another model shared the tag (2^32 models on): merged.
     encode_word_uncached(piece, out);
     shift();
     return;
@@ -627,11 +621,13 @@ void BPEModel::encode_short_piece(std::string_view piece, uint32_t offset, const
     // merged byte by byte, microseconds of work: it goes to the word cache, and the entry says
     // to look there. Other pieces start from whole characters and merge again faster than the
     // word cache finds them.
-    if (((key.word[0] | key.word[1] | key.word[2] | key.word[3]) & 0x8080808080808080ULL) != 0) {
+    // (Nor is a piece the word cache has no room for: its entry would only send each
+    // meeting to a lock and a failed search before the merging.)
+    if (((key.word[0] | key.word[1] | key.word[2] | key.word[3]) & 0x8080808080808080ULL) != 0 ||
+        !keep_cached_word(piece, out.data() + first, count)) {
       shift();
       return;
     }
-    keep_cached_word(piece, out.data() + first, count);
     meta = piece.size() | uint64_t{kWordCacheMark} << 8;
   } else {
     meta = piece.size() | count << 8;
@@ -698,6 +694,7 @@ void BPEModel::encode_pieces_ids(std::string_view text, const uint32_t* bounds, 
     spans.clear();
     encode_pieces(text, bounds, count, spans);
     for (const TokenSpan& s : spans) ids.push_back(s.id);
+    if (spans.capacity() > kScratchKept) std::vector<TokenSpan>().swap(spans);
     return;
   }
   // As encode_pieces; a piece found in the cache gives its ids straight to `ids`.
@@ -791,14 +788,16 @@ bool BPEModel::find_cached_word(std::string_view word, std::vector<TokenSpan>& o
   return true;
 }
 
-void BPEModel::keep_cached_word(std::string_view word, const TokenSpan* tokens,
+bool BPEModel::keep_cached_word(std::string_view word, const TokenSpan* tokens,
                                 std::size_t count) const {
   CacheShard& shard = cache_[hash_bytes(word) % kCacheShards];
   std::lock_guard<std::mutex> lock(shard.mutex);
   // A full cache stops growing rather than evicting: frequent words arrive early.
-  if (shard.words.size() * kCacheShards < options_.cache_capacity) {
-    shard.words.emplace(std::string(word), std::vector<TokenSpan>(tokens, tokens + count));
+  if (shard.words.size() * kCacheShards >= options_.cache_capacity) {
+    return shard.words.count(std::string(word)) != 0;
   }
+  shard.words.emplace(std::string(word), std::vector<TokenSpan>(tokens, tokens + count));
+  return true;
 }
 
 std::vector<uint32_t> BPEModel::merge_ids(const std::vector<uint32_t>& ids) const {

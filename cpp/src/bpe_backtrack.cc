@@ -40,8 +40,10 @@ inline uint64_t prefix_key(uint64_t h) { return ((h ^ (h >> 31)) * 0x9E3779B97F4
 // Prefix key -> value, open addressing on the key's top bits (the keys are hashes already),
 // at most half full. A slot keeps the key's low 32 bits only (eight bytes a slot, eight to a
 // line: the table of o200k_base is half the size, and a random text's walks miss the cache
-// less); two keys that agree there are taken for one, which the users of the table allow for
-// (a token found is checked against the text, and two tokens under one key stop the build).
+// less). Two keys that agree there on one probe chain are taken for one, which costs speed,
+// never ids: two whole tokens so merged stop the build (the vocabulary then keeps the bucket
+// walk); a prefix merged with a token can name that token where the text does not hold it,
+// which the check against the text catches (the piece is then merged the ordinary way).
 class PrefixTable {
  public:
   void reserve(std::size_t n) {

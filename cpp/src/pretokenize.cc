@@ -2,7 +2,7 @@
 
 #include "tokenmill/unicode.h"
 
-#if defined(__SSE2__) || defined(_M_X64)
+#if defined(__SSE2__) && (defined(__GNUC__) || defined(__clang__))  // __builtin_ctz below
 #include <emmintrin.h>
 #define TOKENMILL_SSE2 1
 #endif

@@ -98,10 +98,10 @@ def test_long_pieces_are_cut_by_backtracking_as_tiktoken_cuts_them(shared_data, 
 @pytest.mark.parametrize("capacity", [None, 16])
 def test_pieces_the_piece_cache_cannot_hold(shared_data, encodings, pairs, monkeypatch, name,
                                             capacity):
-    # A piece of more than four tokens (a long identifier) is kept in the word cache and its
-    # piece-cache entry says so; a piece over 32 bytes goes to the word cache directly. Each is
-    # met again and again here: with the default cache, and with one so small (16 words, one a
-    # shard) that most are marked but never kept, and merged each time.
+    # An ASCII piece of more than four tokens (a long identifier) is kept in the word cache and
+    # its piece-cache entry says so; non-ASCII ones and pieces over 32 bytes are merged each
+    # time. Each is met again and again here: with the default cache, and with one so small
+    # (16 words, one a shard) that most find it full, are not marked, and are merged each time.
     from tokenmill.formats import tiktoken as tiktoken_format
 
     if capacity is not None:

@@ -147,9 +147,10 @@ class BPEModel {
     uint32_t end;
   };
   void encode_word_uncached(std::string_view word, std::vector<TokenSpan>& out) const;
-  // The word cache (cache_): appends word's tokens if kept there; keeps them (unless full).
+  // The word cache (cache_): appends word's tokens if kept there; keeps them unless full
+  // (true if the word is there afterwards).
   bool find_cached_word(std::string_view word, std::vector<TokenSpan>& out) const;
-  void keep_cached_word(std::string_view word, const TokenSpan* tokens, std::size_t count) const;
+  bool keep_cached_word(std::string_view word, const TokenSpan* tokens, std::size_t count) const;
   // Asks for the memory encode_word_uncached reads first (the word's vocabulary slot).
   void prefetch_word(std::string_view word) const { vocab_.prefetch(word); }
   bool piece_cached() const;  // whether short pieces go through the piece cache
