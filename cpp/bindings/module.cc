@@ -191,12 +191,7 @@ nb::object pretokenize(int pattern, nb::handle text) {
                                  static_cast<std::size_t>(PyBytes_GET_SIZE(text.ptr())));
     if (bytes.size() >= (std::size_t{1} << 32)) throw tokenmill::Error("text is 4 GiB or longer");
     std::vector<uint32_t> ends;
-    std::size_t batch[64];
-    for (std::size_t i = 0; i < bytes.size();) {
-      const std::size_t m = tokenmill::scan_pieces(p, bytes, i, batch, 64);
-      for (std::size_t k = 0; k < m; ++k) ends.push_back(static_cast<uint32_t>(batch[k]));
-      i = batch[m - 1];
-    }
+    tokenmill::pretokenize(p, bytes, ends);
     return uint32_array(ends);
   }
   if (!PyUnicode_Check(text.ptr())) throw nb::type_error("text must be a str or UTF-8 bytes");

@@ -567,42 +567,59 @@ inline bool piece_find(const PieceCacheSet& set, uint32_t tag, const PieceKey& k
   }
   return false;
 }
+
+// Token k of a cache entry's two id words.
+inline uint32_t entry_id(const uint64_t (&ids)[2], unsigned k) {
+  return static_cast<uint32_t>(ids[k / 2] >> (32 * (k % 2)));
+}
+inline unsigned entry_count(uint64_t meta) { return static_cast<unsigned>((meta >> 8) & 0xFF); }
+
+// Moves the spans out[from, end) on by `by` bytes.
+inline void shift_spans(std::vector<TokenSpan>& out, std::size_t from, uint32_t by) {
+  for (std::size_t k = from; k < out.size(); ++k) {
+    out[k].start += by;
+    out[k].end += by;
+  }
+}
 }  // namespace
 
 // The piece text[begin, begin + len), len <= 32, through the piece cache; spans relative to the
 // piece, as encode_word gives them.
 void BPEModel::encode_short_piece(std::string_view piece, uint32_t offset, const PieceKey& key,
                                   PieceCacheSet& set, std::vector<TokenSpan>& out) const {
-  const uint32_t tag = piece_tag(serial_);
   uint64_t meta = 0;
   uint64_t ids[2] = {0, 0};
-  const std::size_t first = out.size();
-  auto shift = [&] {
-    for (std::size_t k = first; k < out.size(); ++k) {
-      out[k].start += offset;
-      out[k].end += offset;
-    }
-  };
-  if (piece_find(set, tag, key, piece.size(), meta, ids)) {
-    const auto count = static_cast<unsigned>((meta >> 8) & 0xFF);
-    if (count != kWordCacheMark) {
-      uint32_t start = offset;
-      for (unsigned t = 0; t < count; ++t) {
-        const uint32_t end = offset + static_cast<uint32_t>((meta >> (16 + 8 * t)) & 0xFF);
-        out.push_back({static_cast<uint32_t>(ids[t / 2] >> (32 * (t % 2))), start, end});
-        start = end;
-      }
-      return;
-    }
-    if (find_cached_word(piece, out)) {
-      shift();
-      return;
-    }
-    // Kept there once, gone only if another model shared the tag (2^32 models on): merged.
-    encode_word_uncached(piece, out);
-    shift();
+  if (!piece_find(set, piece_tag(serial_), key, piece.size(), meta, ids)) {
+    encode_missed_piece(piece, offset, key, set, out);
     return;
   }
+  const unsigned count = entry_count(meta);
+  if (count == kWordCacheMark) {
+    encode_marked_piece(piece, offset, out);
+    return;
+  }
+  uint32_t start = offset;
+  for (unsigned t = 0; t < count; ++t) {
+    const uint32_t end = offset + static_cast<uint32_t>((meta >> (16 + 8 * t)) & 0xFF);
+    out.push_back({entry_id(ids, t), start, end});
+    start = end;
+  }
+}
+
+// A piece whose entry says its tokens are in the word cache.
+void BPEModel::encode_marked_piece(std::string_view piece, uint32_t offset,
+                                   std::vector<TokenSpan>& out) const {
+  const std::size_t first = out.size();
+  // Kept there before the mark was written; gone only if another model shared the tag (2^32
+  // models on): then merged.
+  if (!find_cached_word(piece, out)) encode_word_uncached(piece, out);
+  shift_spans(out, first, offset);
+}
+
+// A short piece the cache does not hold: merged, and its entry written when it can have one.
+void BPEModel::encode_missed_piece(std::string_view piece, uint32_t offset, const PieceKey& key,
+                                   PieceCacheSet& set, std::vector<TokenSpan>& out) const {
+  const std::size_t first = out.size();
   encode_word_uncached(piece, out);
   const std::size_t count = out.size() - first;
   bool end_to_end = true;
@@ -611,32 +628,28 @@ void BPEModel::encode_short_piece(std::string_view piece, uint32_t offset, const
     end_to_end = end_to_end && out[k].start == at;  // else a byte has no token
     at = out[k].end;
   }
-  if (!end_to_end || at != piece.size()) {
-    shift();
-    return;
-  }
-  ids[0] = ids[1] = 0;
-  if (count > kPieceTokens) {
-    // Too many tokens for an entry. An ASCII piece (a long identifier, a run of symbols) was
-    // merged byte by byte, microseconds of work: it goes to the word cache, and the entry says
-    // to look there. Other pieces start from whole characters and merge again faster than the
-    // word cache finds them.
-    // (Nor is a piece the word cache has no room for: its entry would only send each
-    // meeting to a lock and a failed search before the merging.)
-    if (((key.word[0] | key.word[1] | key.word[2] | key.word[3]) & 0x8080808080808080ULL) != 0 ||
-        !keep_cached_word(piece, out.data() + first, count)) {
-      shift();
-      return;
-    }
-    meta = piece.size() | uint64_t{kWordCacheMark} << 8;
-  } else {
+  uint64_t meta = 0;
+  uint64_t ids[2] = {0, 0};
+  if (end_to_end && at == piece.size() && count <= kPieceTokens) {
     meta = piece.size() | count << 8;
     for (std::size_t k = 0; k < count; ++k) {
       meta |= static_cast<uint64_t>(out[first + k].end) << (16 + 8 * k);
       ids[k / 2] |= static_cast<uint64_t>(out[first + k].id) << (32 * (k % 2));
     }
+  } else if (end_to_end && at == piece.size() &&
+             ((key.word[0] | key.word[1] | key.word[2] | key.word[3]) & 0x8080808080808080ULL) ==
+                 0 &&
+             keep_cached_word(piece, out.data() + first, count)) {
+    // Too many tokens for an entry. An ASCII piece (a long identifier, a run of symbols) was
+    // merged byte by byte, microseconds of work: it goes to the word cache, and the entry says
+    // to look there. Other pieces start from whole characters and merge again faster than the
+    // word cache finds them; and a piece the word cache has no room for gets no entry (it would
+    // only send each meeting to a lock and a failed search before the merging).
+    meta = piece.size() | uint64_t{kWordCacheMark} << 8;
   }
-  shift();
+  shift_spans(out, first, offset);
+  if (meta == 0) return;
+  const uint32_t tag = piece_tag(serial_);
   const uint32_t head = static_cast<uint32_t>(set.way[0].word[0].load(std::memory_order_relaxed));
   piece_write(set.way[head == tag ? 1 : 0], tag, key, meta, ids[0], ids[1]);
 }
@@ -654,17 +667,11 @@ void BPEModel::encode_word(std::string_view word, std::vector<TokenSpan>& out) c
 
 void BPEModel::encode_pieces(std::string_view text, const uint32_t* bounds, std::size_t count,
                              std::vector<TokenSpan>& out) const {
-  auto shift = [&out](std::size_t from, uint32_t by) {
-    for (std::size_t t = from; t < out.size(); ++t) {
-      out[t].start += by;
-      out[t].end += by;
-    }
-  };
   if (!piece_cached()) {
     for (std::size_t k = 0; k < count; ++k) {
       const std::size_t first = out.size();
       encode_word(text.substr(bounds[2 * k], bounds[2 * k + 1] - bounds[2 * k]), out);
-      shift(first, bounds[2 * k]);
+      shift_spans(out, first, bounds[2 * k]);
     }
     return;
   }
@@ -679,7 +686,7 @@ void BPEModel::encode_pieces(std::string_view text, const uint32_t* bounds, std:
     if (piece.size() > kPieceKeyBytes) {
       const std::size_t first = out.size();
       encode_word_uncached(piece, out);
-      shift(first, begin);
+      shift_spans(out, first, begin);
     } else if (!piece.empty()) {
       encode_short_piece(piece, begin, keys[k], piece_slot(cache, keys[k]), out);
     }
@@ -718,30 +725,23 @@ void BPEModel::encode_pieces_ids(std::string_view text, const uint32_t* bounds, 
                     found[k].ids)) {
       found[k].meta = 0;
       prefetch_word(piece);
-    } else if (((found[k].meta >> 8) & 0xFF) == kWordCacheMark) {
-      found[k].meta = 0;  // in the word cache: encode_short_piece looks there
     }
   }
   for (std::size_t k = 0; k < n; ++k) {
-    const uint32_t begin = bounds[2 * k];
-    const std::string_view piece = text.substr(begin, bounds[2 * k + 1] - begin);
+    const std::string_view piece = text.substr(bounds[2 * k], bounds[2 * k + 1] - bounds[2 * k]);
     if (piece.empty()) continue;
-    if (found[k].meta != 0) {
-      const auto tokens = static_cast<unsigned>((found[k].meta >> 8) & 0xFF);
-      ids.push_back(static_cast<uint32_t>(found[k].ids[0]));
-      if (tokens > 1) {
-        ids.push_back(static_cast<uint32_t>(found[k].ids[0] >> 32));
-        for (unsigned t = 2; t < tokens; ++t) {
-          ids.push_back(static_cast<uint32_t>(found[k].ids[1] >> (32 * (t % 2))));
-        }
-      }
+    const unsigned tokens = entry_count(found[k].meta);
+    if (found[k].meta != 0 && tokens != kWordCacheMark) {
+      for (unsigned t = 0; t < tokens; ++t) ids.push_back(entry_id(found[k].ids, t));
       continue;
     }
     spans.clear();
-    if (piece.size() > kPieceKeyBytes) {
+    if (found[k].meta != 0) {
+      encode_marked_piece(piece, 0, spans);
+    } else if (piece.size() > kPieceKeyBytes) {
       encode_word_uncached(piece, spans);
     } else {
-      encode_short_piece(piece, 0, keys[k], piece_slot(cache, keys[k]), spans);
+      encode_missed_piece(piece, 0, keys[k], piece_slot(cache, keys[k]), spans);
     }
     for (const TokenSpan& s : spans) ids.push_back(s.id);
   }

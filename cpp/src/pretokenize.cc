@@ -135,18 +135,8 @@ uint32_t unit(const Units<T>& s, size_t i) {
 }
 
 // ASCII tests on a code unit.
-inline bool upper_ascii(uint32_t u) { return u - 'A' < 26u; }
-inline bool lower_ascii(uint32_t u) { return u - 'a' < 26u; }
 inline bool letter_ascii(uint32_t u) { return (u | 0x20u) - 'a' < 26u && u < 0x80; }
 inline bool digit_ascii(uint32_t u) { return u - '0' < 10u; }
-template <typename S>
-bool upper_ascii_at(const S& s, size_t i) {
-  return upper_ascii(unit(s, i));
-}
-template <typename S>
-bool lower_ascii_at(const S& s, size_t i) {
-  return lower_ascii(unit(s, i));
-}
 
 // Runs of ASCII code units from i, where each ends: units u with (u | fold) - lo < count.
 // [A-Z]: fold 0, lo 'A'; [a-z]: fold 0, lo 'a'; [A-Za-z]: fold 0x20, lo 'a' (folding maps no
@@ -370,11 +360,6 @@ void scan_text(SplitPattern pattern, const S& s, std::vector<uint32_t>& ends) {
 
 bool piece_dropped(SplitPattern pattern, std::string_view text, size_t i) {
   return pattern == SplitPattern::kWords && is_space(char_at(text, i));
-}
-
-size_t piece_end(SplitPattern pattern, std::string_view text, size_t i) {
-  return with_scanner<std::string_view>(
-      pattern, [&](auto scan) { return past(text, i, scan(text, i)); });
 }
 
 size_t scan_pieces(SplitPattern pattern, std::string_view text, size_t i, size_t* ends,

@@ -154,9 +154,15 @@ class BPEModel {
   // Asks for the memory encode_word_uncached reads first (the word's vocabulary slot).
   void prefetch_word(std::string_view word) const { vocab_.prefetch(word); }
   bool piece_cached() const;  // whether short pieces go through the piece cache
-  // A piece of up to 32 bytes through the piece cache; its spans start at offset.
+  // A piece of up to 32 bytes through the piece cache; its spans start at offset. The two
+  // ways it takes when the piece has no tokens in its entry: the entry sends it to the word
+  // cache (marked), or there is no entry (missed: merged, and an entry written if it can).
   void encode_short_piece(std::string_view piece, uint32_t offset, const PieceKey& key,
                           PieceCacheSet& set, std::vector<TokenSpan>& out) const;
+  void encode_marked_piece(std::string_view piece, uint32_t offset,
+                           std::vector<TokenSpan>& out) const;
+  void encode_missed_piece(std::string_view piece, uint32_t offset, const PieceKey& key,
+                           PieceCacheSet& set, std::vector<TokenSpan>& out) const;
   void initial_symbols(std::string_view word, std::vector<Symbol>& syms) const;
   void initial_byte_symbols(std::string_view word, std::vector<Symbol>& syms) const;
   void apply_merges(std::vector<Symbol>& syms) const;

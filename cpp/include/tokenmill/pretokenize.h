@@ -26,9 +26,6 @@ namespace tokenmill {
 
 enum class SplitPattern : int { kGPT2 = 0, kCL100K = 1, kO200K = 2, kWords = 3 };
 
-// Byte offset where the piece starting at byte i ends (i < text.size()).
-std::size_t piece_end(SplitPattern pattern, std::string_view text, std::size_t i);
-
 // Where each of the next pieces from byte i ends, up to `max` of them (fewer at the text's
 // end): written to ends, the count returned. The scanner is chosen once a call.
 std::size_t scan_pieces(SplitPattern pattern, std::string_view text, std::size_t i,
