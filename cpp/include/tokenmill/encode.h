@@ -36,4 +36,16 @@ std::vector<Encoded> encode_texts(const BPEModel& model, SplitPattern pattern,
                                   const std::vector<std::string_view>& texts, bool with_offsets,
                                   std::size_t threads, const ReadyFn& ready = {});
 
+// Every text's ids end to end: text t's are ids[offsets[t], offsets[t + 1]). With keep_ids
+// false, ids stays empty and offsets still count each text's tokens.
+struct FlatIds {
+  std::vector<uint32_t> ids;
+  std::vector<uint64_t> offsets;
+};
+
+// As encode_texts, into one buffer: no vector per text, and on one thread no copy at all.
+FlatIds encode_texts_flat(const BPEModel& model, SplitPattern pattern,
+                          const std::vector<std::string_view>& texts, std::size_t threads,
+                          bool keep_ids);
+
 }  // namespace tokenmill
