@@ -78,7 +78,7 @@ class PrefixTable {
     uint32_t tag;  // the key's low 32 bits; 0: empty
     uint32_t value;
   };
-  std::vector<Slot> slots_;
+  LargeVector<Slot> slots_;
   int shift_ = 64;
   std::size_t mask_ = 0;
 };
