@@ -63,11 +63,11 @@ PyObject* id_object(uint32_t id) {
   return slot;
 }
 
-// ids -> a new Python list, built with the GIL held.
-nb::object id_list(const std::vector<uint32_t>& ids) {
-  PyObject* list = PyList_New(static_cast<Py_ssize_t>(ids.size()));
+// ids[0, n) -> a new Python list, built with the GIL held.
+nb::object id_list(const uint32_t* ids, std::size_t n) {
+  PyObject* list = PyList_New(static_cast<Py_ssize_t>(n));
   if (list == nullptr) throw nb::python_error();
-  for (std::size_t i = 0; i < ids.size(); ++i) {
+  for (std::size_t i = 0; i < n; ++i) {
     PyObject* v = id_object(ids[i]);
     if (v == nullptr) {
       Py_DECREF(list);
@@ -77,6 +77,8 @@ nb::object id_list(const std::vector<uint32_t>& ids) {
   }
   return nb::steal(list);
 }
+
+nb::object id_list(const std::vector<uint32_t>& ids) { return id_list(ids.data(), ids.size()); }
 
 // Work on texts shorter than this keeps the GIL: releasing and taking it back costs more than
 // a short text takes to scan.
@@ -222,6 +224,20 @@ nb::list encode_ids_batch(const BPEModel& model, int pattern,
   const tokenmill::SplitPattern p = split_pattern(pattern);
   nb::object out = nb::steal(PyList_New(static_cast<Py_ssize_t>(texts.size())));
   if (!out.is_valid()) throw nb::python_error();
+  if (std::min(threads, texts.size()) <= 1) {
+    // One thread: every text into one buffer (no vector per text), then the lists.
+    tokenmill::FlatIds flat;
+    {
+      nb::gil_scoped_release release;
+      flat = tokenmill::encode_texts_flat(model, p, texts, 1, true);
+    }
+    for (std::size_t t = 0; t < texts.size(); ++t) {
+      const std::size_t a = flat.offsets[t];
+      PyList_SET_ITEM(out.ptr(), static_cast<Py_ssize_t>(t),
+                      id_list(flat.ids.data() + a, flat.offsets[t + 1] - a).release().ptr());
+    }
+    return nb::borrow<nb::list>(out);
+  }
   {
     // Each finished block becomes lists with the GIL taken back for it, while the workers
     // encode the rest: building the lists overlaps the encoding instead of following it.
