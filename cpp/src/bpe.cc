@@ -575,19 +575,27 @@ bool BPEModel::piece_cached() const {
 }
 
 namespace {
+// The key of piece k, if it fits in the cache, and its line asked for.
+inline void key_piece(std::string_view text, const uint32_t* bounds, std::size_t k,
+                      PieceCacheSet* cache, PieceKey* keys) {
+  const std::size_t len = bounds[2 * k + 1] - bounds[2 * k];
+  if (len == 0 || len > kPieceKeyBytes) return;
+  piece_key(text, bounds[2 * k], len, keys[k]);
+  __builtin_prefetch(&piece_slot(cache, keys[k]));
+}
+
 // The keys of the first (up to kPieceBatch) pieces that fit in the cache, each line asked for;
 // returns how many pieces that is.
 inline std::size_t key_pieces(std::string_view text, const uint32_t* bounds, std::size_t count,
                               PieceCacheSet* cache, PieceKey (&keys)[BPEModel::kPieceBatch]) {
   const std::size_t n = std::min(count, BPEModel::kPieceBatch);
-  for (std::size_t k = 0; k < n; ++k) {
-    const std::size_t len = bounds[2 * k + 1] - bounds[2 * k];
-    if (len == 0 || len > kPieceKeyBytes) continue;
-    piece_key(text, bounds[2 * k], len, keys[k]);
-    __builtin_prefetch(&piece_slot(cache, keys[k]));
-  }
+  for (std::size_t k = 0; k < n; ++k) key_piece(text, bounds, k, cache, keys);
   return n;
 }
+
+// How many pieces ahead of the one being looked up the ids path asks for cache lines: far
+// enough for a line to arrive from memory, few enough for the misses in flight.
+constexpr std::size_t kLookAhead = 16;
 
 // The tokens of key's piece if the set holds them for this model: meta (length, count, ends)
 // and up to four ids.
@@ -739,15 +747,18 @@ void BPEModel::encode_pieces_ids(std::string_view text, const uint32_t* bounds, 
   PieceCacheSet* const cache = shared_piece_cache();
   const uint32_t tag = piece_tag(serial_);
   PieceKey keys[kPieceBatch];
-  const std::size_t n = key_pieces(text, bounds, count, cache, keys);
-  // The cache is read for every piece first, and the vocabulary's lines asked for the pieces
-  // it does not hold, so the misses of a batch wait for memory together, not one by one.
+  const std::size_t n = std::min(count, kPieceBatch);
+  for (std::size_t k = 0; k < std::min(n, kLookAhead); ++k) key_piece(text, bounds, k, cache, keys);
+  // The cache is read for every piece first (the line of the piece kLookAhead on asked for at
+  // each step), and the vocabulary's lines asked for the pieces it does not hold, so the
+  // misses of a batch wait for memory together, not one by one.
   struct Found {
     uint64_t meta;  // 0: not in the cache
     uint64_t ids[2];
   };
   Found found[kPieceBatch];
   for (std::size_t k = 0; k < n; ++k) {
+    if (k + kLookAhead < n) key_piece(text, bounds, k + kLookAhead, cache, keys);
     const std::string_view piece = text.substr(bounds[2 * k], bounds[2 * k + 1] - bounds[2 * k]);
     found[k].meta = 0;
     if (piece.empty()) continue;

@@ -108,7 +108,7 @@ class BPEModel {
   // The pieces text[bounds[2k], bounds[2k + 1]) for k < count, in order, as encode_word each,
   // with spans relative to text. Faster than one call a piece: the cache lines of a batch of
   // pieces are asked for before any is used.
-  static constexpr std::size_t kPieceBatch = 16;
+  static constexpr std::size_t kPieceBatch = 64;
   void encode_pieces(std::string_view text, const uint32_t* bounds, std::size_t count,
                      std::vector<TokenSpan>& out) const;
   // The same, the ids only (no spans made for pieces found in the cache).
