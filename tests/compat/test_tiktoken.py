@@ -99,9 +99,10 @@ def test_long_pieces_are_cut_by_backtracking_as_tiktoken_cuts_them(shared_data, 
 def test_pieces_the_piece_cache_cannot_hold(shared_data, encodings, pairs, monkeypatch, name,
                                             capacity):
     # An ASCII piece of more than four tokens (a long identifier) is kept in the word cache and
-    # its piece-cache entry says so; non-ASCII ones and pieces over 32 bytes are merged each
-    # time. Each is met again and again here: with the default cache, and with one so small
-    # (16 words, one a shard) that most find it full, are not marked, and are merged each time.
+    # its piece-cache entry says so; non-ASCII ones and pieces over 32 bytes go to the thread's
+    # long-piece cache when ids alone are asked for (merged each time for offsets). Each is met
+    # again and again here: with the default cache, and with one so small (16 words, one a
+    # shard) that most find it full, are not marked, and are merged each time.
     from tokenmill.formats import tiktoken as tiktoken_format
 
     if capacity is not None:
@@ -119,6 +120,28 @@ def test_pieces_the_piece_cache_cannot_hold(shared_data, encodings, pairs, monke
         assert [tok.encode_ordinary(t) for t in texts] == expected
         assert tok.encode_ordinary_batch(texts, num_threads=2) == expected
         assert [tok.encode(t, disallowed_special=()).ids for t in texts[:50]] == expected[:50]
+
+
+def test_long_piece_cache_keeps_models_apart_and_starts_again_when_full(pairs):
+    # Clauses of CJK (pieces of 36 bytes and of 6-15 bytes, many tokens each) through both
+    # encodings in turn on one thread, so the thread's long-piece cache holds both models'
+    # entries for the same bytes; then over 131,072 distinct long pieces, more than the cache
+    # holds, so it empties and fills again while the first pieces come back.
+    rnd = random.Random(7)
+    han = [chr(c) for c in range(0x4E00, 0x4E00 + 3000)]
+    clauses = ["".join(rnd.choices(han, k=rnd.choice([2, 3, 4, 5, 12]))) for _ in range(2000)]
+    texts = ["\uff0c".join(rnd.choices(clauses, k=30)) for _ in range(100)]
+    for _ in range(2):
+        for name in ("cl100k_base", "o200k_base"):
+            tok, ref = pairs[name]
+            assert tok.encode_ordinary_batch(texts, num_threads=1) == \
+                ref.encode_ordinary_batch(texts, num_threads=1), name
+    tok, ref = pairs["o200k_base"]
+    many = ["\uff0c".join("".join(rnd.choices(han, k=12)) for _ in range(1000))
+            for _ in range(140)]
+    expected = ref.encode_ordinary_batch(texts[:10] + many + texts[:10], num_threads=1)
+    for _ in range(2):
+        assert tok.encode_ordinary_batch(texts[:10] + many + texts[:10], num_threads=1) == expected
 
 
 def test_special_tokens_follow_tiktokens_rules(pairs):
