@@ -620,100 +620,6 @@ inline void shift_spans(std::vector<TokenSpan>& out, std::size_t from, uint32_t 
     out[k].end += by;
   }
 }
-
-// Pieces the piece cache cannot hold, with their ids: over 32 bytes, or not ASCII and more than
-// four tokens (a clause of Chinese is both). Merging one again took 300-400 ns, most of a pass
-// over Chinese seen before; here it is a hash, a probe and a copy. One table per thread (the
-// pool's threads keep theirs from batch to batch), so no locks; models share it by serial
-// number. Bounded: when full it starts again empty.
-class LongPieceCache {
- public:
-  static constexpr std::size_t kMaxPieceBytes = 4096;  // longer pieces are merged each time
-
-  void prefetch(uint64_t hash) const {
-    if (!slots_.empty()) __builtin_prefetch(&slots_[hash & mask_]);
-  }
-  // Appends the ids of piece (for the model `serial`) and returns true, if held.
-  bool find(uint64_t serial, std::string_view piece, uint64_t hash,
-            std::vector<uint32_t>& ids) const {
-    if (slots_.empty()) return false;
-    for (std::size_t i = hash & mask_;; i = (i + 1) & mask_) {
-      const Slot& s = slots_[i];
-      if (s.len == 0) return false;  // (no piece is empty)
-      if (s.hash == hash && s.serial == serial && s.len == piece.size() &&
-          std::memcmp(bytes_.data() + s.byte_at, piece.data(), piece.size()) == 0) {
-        ids.insert(ids.end(), ids_.begin() + s.id_at, ids_.begin() + s.id_at + s.count);
-        return true;
-      }
-    }
-  }
-  // Keeps a piece that find did not hold.
-  void keep(uint64_t serial, std::string_view piece, uint64_t hash, const TokenSpan* tokens,
-            std::size_t count) {
-    if (piece.empty() || piece.size() > kMaxPieceBytes) return;
-    if (bytes_.size() + piece.size() > kMaxBytes || ids_.size() + count > kMaxIds ||
-        2 * (size_ + 1) > kMaxSlots) {
-      clear();
-    }
-    if (2 * (size_ + 1) > slots_.size()) grow();
-    if (bytes_.capacity() < kMaxBytes) {  // room asked for once: pages are taken as written
-      bytes_.reserve(kMaxBytes);
-      ids_.reserve(kMaxIds);
-    }
-    std::size_t i = hash & mask_;
-    while (slots_[i].len != 0) i = (i + 1) & mask_;
-    slots_[i] = {hash, serial, static_cast<uint32_t>(bytes_.size()),
-                 static_cast<uint32_t>(piece.size()), static_cast<uint32_t>(ids_.size()),
-                 static_cast<uint32_t>(count)};
-    bytes_.append(piece.data(), piece.size());
-    for (std::size_t k = 0; k < count; ++k) ids_.push_back(tokens[k].id);
-    ++size_;
-  }
-
- private:
-  static constexpr std::size_t kMaxBytes = std::size_t{8} << 20;
-  static constexpr std::size_t kMaxIds = std::size_t{2} << 20;
-  static constexpr std::size_t kMaxSlots = std::size_t{1} << 18;  // 8 MiB of slots
-  struct Slot {
-    uint64_t hash;
-    uint64_t serial;
-    uint32_t byte_at;
-    uint32_t len;  // 0: empty
-    uint32_t id_at;
-    uint32_t count;
-  };
-  void clear() {
-    slots_.assign(slots_.size(), Slot{});
-    bytes_.clear();
-    ids_.clear();
-    size_ = 0;
-  }
-  void grow() {
-    LargeVector<Slot> old = std::move(slots_);
-    slots_.assign(std::max<std::size_t>(std::size_t{1} << 16, 2 * old.size()), Slot{});
-    mask_ = slots_.size() - 1;
-    for (const Slot& s : old) {
-      if (s.len == 0) continue;
-      std::size_t i = s.hash & mask_;
-      while (slots_[i].len != 0) i = (i + 1) & mask_;
-      slots_[i] = s;
-    }
-  }
-  LargeVector<Slot> slots_;
-  std::size_t mask_ = 0;
-  std::size_t size_ = 0;
-  std::string bytes_;
-  std::vector<uint32_t> ids_;
-};
-
-LongPieceCache& long_piece_cache() {
-  thread_local LongPieceCache cache;
-  return cache;
-}
-
-inline bool ascii_key(const PieceKey& key) {
-  return ((key.word[0] | key.word[1] | key.word[2] | key.word[3]) & 0x8080808080808080ULL) == 0;
-}
 }  // namespace
 
 // The piece text[begin, begin + len), len <= 32, through the piece cache; spans relative to the
@@ -769,7 +675,9 @@ void BPEModel::encode_missed_piece(std::string_view piece, uint32_t offset, cons
       meta |= static_cast<uint64_t>(out[first + k].end) << (16 + 8 * k);
       ids[k / 2] |= static_cast<uint64_t>(out[first + k].id) << (32 * (k % 2));
     }
-  } else if (end_to_end && at == piece.size() && ascii_key(key) &&
+  } else if (end_to_end && at == piece.size() &&
+             ((key.word[0] | key.word[1] | key.word[2] | key.word[3]) & 0x8080808080808080ULL) ==
+                 0 &&
              keep_cached_word(piece, out.data() + first, count)) {
     // Too many tokens for an entry. An ASCII piece (a long identifier, a run of symbols) was
     // merged byte by byte, microseconds of work: it goes to the word cache, and the entry says
@@ -847,27 +755,18 @@ void BPEModel::encode_pieces_ids(std::string_view text, const uint32_t* bounds, 
   struct Found {
     uint64_t meta;  // 0: not in the cache
     uint64_t ids[2];
-    uint64_t long_hash;  // not 0: a piece the long-piece cache may hold
   };
   Found found[kPieceBatch];
-  LongPieceCache* long_cache = nullptr;  // this thread's, once a piece needs it
   for (std::size_t k = 0; k < n; ++k) {
     if (k + kLookAhead < n) key_piece(text, bounds, k + kLookAhead, cache, keys);
     const std::string_view piece = text.substr(bounds[2 * k], bounds[2 * k + 1] - bounds[2 * k]);
     found[k].meta = 0;
-    found[k].long_hash = 0;
     if (piece.empty()) continue;
-    const bool is_long = piece.size() > kPieceKeyBytes;
-    if (is_long || !piece_find(piece_slot(cache, keys[k]), tag, keys[k], piece.size(),
-                               found[k].meta, found[k].ids)) {
+    if (piece.size() > kPieceKeyBytes ||
+        !piece_find(piece_slot(cache, keys[k]), tag, keys[k], piece.size(), found[k].meta,
+                    found[k].ids)) {
       found[k].meta = 0;
       prefetch_word(piece);
-      if ((is_long && piece.size() <= LongPieceCache::kMaxPieceBytes) ||
-          (!is_long && !ascii_key(keys[k]))) {
-        if (long_cache == nullptr) long_cache = &long_piece_cache();
-        found[k].long_hash = hash_bytes(piece) | 1;
-        long_cache->prefetch(found[k].long_hash);
-      }
     }
   }
   for (std::size_t k = 0; k < n; ++k) {
@@ -878,8 +777,6 @@ void BPEModel::encode_pieces_ids(std::string_view text, const uint32_t* bounds, 
       for (unsigned t = 0; t < tokens; ++t) ids.push_back(entry_id(found[k].ids, t));
       continue;
     }
-    const uint64_t long_hash = found[k].long_hash;
-    if (long_hash != 0 && long_cache->find(serial_, piece, long_hash, ids)) continue;
     spans.clear();
     if (found[k].meta != 0) {
       encode_marked_piece(piece, 0, spans);
@@ -887,10 +784,6 @@ void BPEModel::encode_pieces_ids(std::string_view text, const uint32_t* bounds, 
       encode_word_uncached(piece, spans);
     } else {
       encode_missed_piece(piece, 0, keys[k], piece_slot(cache, keys[k]), spans);
-    }
-    // (A short piece of four tokens or fewer now has its piece-cache entry.)
-    if (long_hash != 0 && (piece.size() > kPieceKeyBytes || spans.size() > kPieceTokens)) {
-      long_cache->keep(serial_, piece, long_hash, spans.data(), spans.size());
     }
     for (const TokenSpan& s : spans) ids.push_back(s.id);
   }

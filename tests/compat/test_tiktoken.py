@@ -99,8 +99,8 @@ def test_long_pieces_are_cut_by_backtracking_as_tiktoken_cuts_them(shared_data, 
 def test_pieces_the_piece_cache_cannot_hold(shared_data, encodings, pairs, monkeypatch, name,
                                             capacity):
     # An ASCII piece of more than four tokens (a long identifier) is kept in the word cache and
-    # its piece-cache entry says so; non-ASCII ones and pieces over 32 bytes go to the thread's
-    # long-piece cache when ids alone are asked for (merged each time for offsets). Each is met
+    # its piece-cache entry says so; non-ASCII ones and pieces over 32 bytes are merged each
+    # time. Each is met
     # again and again here: with the default cache, and with one so small (16 words, one a
     # shard) that most find it full, are not marked, and are merged each time.
     from tokenmill.formats import tiktoken as tiktoken_format
@@ -122,11 +122,11 @@ def test_pieces_the_piece_cache_cannot_hold(shared_data, encodings, pairs, monke
         assert [tok.encode(t, disallowed_special=()).ids for t in texts[:50]] == expected[:50]
 
 
-def test_long_piece_cache_keeps_models_apart_and_starts_again_when_full(pairs):
+def test_clauses_of_cjk_through_two_models_in_turn(pairs):
     # Clauses of CJK (pieces of 36 bytes and of 6-15 bytes, many tokens each) through both
-    # encodings in turn on one thread, so the thread's long-piece cache holds both models'
-    # entries for the same bytes; then over 131,072 distinct long pieces, more than the cache
-    # holds, so it empties and fills again while the first pieces come back.
+    # encodings in turn on one thread, again and again: nothing one model keeps about a piece
+    # (a cache entry, a pair lookup) may reach the other; then 140,000 distinct long pieces,
+    # more than any cache here holds, while the first pieces come back.
     rnd = random.Random(7)
     han = [chr(c) for c in range(0x4E00, 0x4E00 + 3000)]
     clauses = ["".join(rnd.choices(han, k=rnd.choice([2, 3, 4, 5, 12]))) for _ in range(2000)]
