@@ -75,6 +75,11 @@ nb::object id_list(const uint32_t* ids, std::size_t n) {
     }
     PyList_SET_ITEM(list, static_cast<Py_ssize_t>(i), v);
   }
+  // Out of the cyclic collector's sight: a list of ints cannot be part of a cycle, and walking
+  // every id list of a batch at each collection was a fifth of encoding English one paragraph a
+  // list. (A caller who later puts a container in it that leads back to it makes a cycle that is
+  // freed only once broken; a list only ever holds what it was given, and these hold ints.)
+  PyObject_GC_UnTrack(list);
   return nb::steal(list);
 }
 
