@@ -216,6 +216,29 @@ size_t digits_at(const S& s, size_t i) {
   return up_to_three_numbers(s, i);
 }
 
+// An ASCII unit of [^\s\p{L}\p{N}] (punctuation, symbols, controls other than spaces).
+inline bool other_ascii(uint32_t u) {
+  return u < 0x80 && (uc::kAscii.flags[u] & (kLN | uc::kSpace)) == 0;
+}
+
+// " ?[^\s\p{L}\p{N}]+" followed by a run of `tail` units, decided on ASCII alone: at i an other
+// (or a space and then an other) that no word alternative can take, the character after it
+// being ASCII and not a letter. npos when that does not hold or the run of others stops at a
+// non-ASCII character (which may continue it): the general path decides then. Most pieces of
+// punctuation in English and code end here instead of going through every alternative.
+template <typename S, typename Tail>
+size_t ascii_other_run(const S& s, size_t i, uint32_t u, Tail tail) {
+  const size_t n = s.size();
+  size_t e = other_ascii(u) ? i : npos;
+  if (e == npos && u == ' ' && i + 1 < n && other_ascii(unit(s, i + 1))) e = i + 1;
+  if (e == npos) return npos;
+  if (i + 1 < n && (unit(s, i + 1) >= 0x80 || letter_ascii(unit(s, i + 1)))) return npos;
+  while (e < n && other_ascii(unit(s, e))) ++e;
+  if (e < n && unit(s, e) >= 0x80) return npos;
+  while (e < n && tail(unit(s, e))) ++e;
+  return e;
+}
+
 template <typename S>
 size_t cl100k(const S& s, size_t i) {
   const size_t n = s.size();
@@ -226,6 +249,9 @@ size_t cl100k(const S& s, size_t i) {
     if (!letter_ascii(u) && !digit_ascii(u) && u != '\r' && u != '\n' && i + 1 < n) ++j;
     if (letter_ascii(unit(s, j))) return letters(s, j);
     if (digit_ascii(u)) return digits_at(s, i);
+    const size_t e =
+        ascii_other_run(s, i, u, [](uint32_t v) { return v == '\r' || v == '\n'; });
+    if (e != npos) return e;
   }
   const size_t k = contraction(s, i, true);
   if (k != npos) return k;
@@ -292,6 +318,9 @@ size_t o200k(const S& s, size_t i) {
       const size_t k = contraction(s, end, true);
       return k != npos ? k : end;
     }
+    const size_t e = ascii_other_run(s, i, c.cp,
+                                     [](uint32_t v) { return v == '\r' || v == '\n' || v == '/'; });
+    if (e != npos) return e;
   }
   // The optional prefix is tried taken, then not, before the next alternative is tried.
   for (auto word : {upper_then_lower<S>, upper_at_least_one<S>}) {
