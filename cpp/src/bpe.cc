@@ -475,7 +475,7 @@ PieceCacheSet* shared_piece_cache() {
     constexpr std::size_t kSets = std::size_t{1} << kPieceCacheBits;
     constexpr std::size_t kBytes = sizeof(PieceCacheSet) * kSets;
 #if defined(__linux__)
-    constexpr std::size_t kHugePage = std::size_t{2} << 20;
+    constexpr std::size_t kHugePage = kHugePageBytes;
     static_assert(kBytes % kHugePage == 0, "the table is whole huge pages");
     void* mapped = mmap(nullptr, kBytes + kHugePage, PROT_READ | PROT_WRITE,
                         MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);

@@ -134,8 +134,31 @@ void append_text(const BPEModel& model, SplitPattern pattern, std::string_view t
   encode_text(model, pattern, text, false, out);
 }
 
-// Runs fn(b) for every b in [0, blocks) on up to n threads (the pool's and this one), each b
-// once; the first exception is rethrown after every thread has stopped.
+// Runs `work` on k more threads (the pool's, or threads of its own when another batch has the
+// pool; fewer if no more can be started) while this thread runs `here`, and returns once all of
+// them have, `here` throwing or not. `work` must not throw.
+void with_workers(std::size_t k, const std::function<void()>& work,
+                  const std::function<void()>& here) {
+  Pool& pool = Pool::get();
+  struct Join {  // the workers are joined on every way out
+    Pool* pool;  // null when the pool was busy (or not needed)
+    std::vector<std::thread> own;
+    ~Join() {
+      if (pool != nullptr) pool->wait();
+      for (auto& w : own) w.join();
+    }
+  } join{k > 0 && pool.start(k, work) ? &pool : nullptr, {}};
+  if (join.pool == nullptr) {
+    try {
+      for (std::size_t w = 0; w < k; ++w) join.own.emplace_back(work);
+    } catch (...) {  // no more threads to be had: those started (and this one) do the work
+    }
+  }
+  here();
+}
+
+// Runs fn(b) for every b in [0, blocks) on up to n threads, each b once; the first exception
+// is rethrown after every thread has stopped.
 void for_blocks(std::size_t blocks, std::size_t n, const std::function<void(std::size_t)>& fn) {
   if (blocks == 0) return;
   std::atomic<std::size_t> next{0};
@@ -152,19 +175,7 @@ void for_blocks(std::size_t blocks, std::size_t n, const std::function<void(std:
       }
     }
   };
-  const std::size_t k = std::min(n, blocks) - 1;
-  Pool& pool = Pool::get();
-  const bool pooled = k > 0 && pool.start(k, work);
-  std::vector<std::thread> own;
-  if (!pooled) {
-    try {
-      for (std::size_t w = 0; w < k; ++w) own.emplace_back(work);
-    } catch (...) {  // fewer threads than asked: the ones started (and this one) do the work
-    }
-  }
-  work();
-  if (pooled) pool.wait();
-  for (auto& t : own) t.join();
+  with_workers(std::min(n, blocks) - 1, work, work);
   if (failure) std::rethrow_exception(failure);
 }
 
@@ -339,41 +350,24 @@ std::vector<Encoded> encode_texts(const BPEModel& model, SplitPattern pattern,
   // encodes a block itself when none is waiting (a thread of its own for the lists, beside n
   // encoders, left the cores oversubscribed and then idle; handing blocks over in input order
   // left a tail of lists to build after the encoding was done).
-  const std::size_t k = std::min(n, blocks) - 1;
-  const std::function<void()> task = work;
-  Pool& pool = Pool::get();
-  struct Join {  // the workers are joined on every way out, an exception from `ready` included
-    Pool* pool;  // null when the pool was busy (or not needed)
-    std::vector<std::thread> own;
-    void operator()() {
-      if (pool != nullptr) pool->wait();
-      pool = nullptr;
-      for (auto& w : own) {
-        if (w.joinable()) w.join();
+  with_workers(std::min(n, blocks) - 1, work, [&] {
+    Encoded local;
+    for (std::size_t delivered = 0; delivered < blocks;) {
+      std::size_t b = blocks;  // none waiting
+      {
+        std::lock_guard<std::mutex> lock(mutex);
+        if (failure) return;
+        if (handed < finished_blocks.size()) b = finished_blocks[handed++];
+      }
+      if (b < blocks) {
+        if (ready) ready(b * block, std::min(texts.size(), (b + 1) * block), out);
+        ++delivered;
+      } else if (!encode_block(local)) {  // nothing left to take: wait for the others
+        std::unique_lock<std::mutex> lock(mutex);
+        finished.wait(lock, [&] { return handed < finished_blocks.size() || failure; });
       }
     }
-    ~Join() { (*this)(); }
-  } join{k > 0 && pool.start(k, task) ? &pool : nullptr, {}};
-  if (join.pool == nullptr) {
-    for (std::size_t w = 0; w < k; ++w) join.own.emplace_back(work);
-  }
-  Encoded local;
-  for (std::size_t delivered = 0; delivered < blocks;) {
-    std::size_t b = blocks;  // none waiting
-    {
-      std::lock_guard<std::mutex> lock(mutex);
-      if (failure) break;
-      if (handed < finished_blocks.size()) b = finished_blocks[handed++];
-    }
-    if (b < blocks) {
-      if (ready) ready(b * block, std::min(texts.size(), (b + 1) * block), out);
-      ++delivered;
-    } else if (!encode_block(local)) {  // nothing left to take: wait for the others
-      std::unique_lock<std::mutex> lock(mutex);
-      finished.wait(lock, [&] { return handed < finished_blocks.size() || failure; });
-    }
-  }
-  join();
+  });
   if (failure) std::rethrow_exception(failure);
   return out;
 }

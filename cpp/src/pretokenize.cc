@@ -217,9 +217,7 @@ size_t digits_at(const S& s, size_t i) {
 }
 
 // An ASCII unit of [^\s\p{L}\p{N}] (punctuation, symbols, controls other than spaces).
-inline bool other_ascii(uint32_t u) {
-  return u < 0x80 && (uc::kAscii.flags[u] & (kLN | uc::kSpace)) == 0;
-}
+inline bool other_ascii(uint32_t u) { return u < 0x80 && is_other({u, 1, uc::kAscii.flags[u]}); }
 
 // " ?[^\s\p{L}\p{N}]+" followed by a run of `tail` units, decided on ASCII alone: at i an other
 // (or a space and then an other) that no word alternative can take, the character after it

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import os
 import tempfile
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Literal
 
@@ -85,3 +85,11 @@ def check_text(text: str, what: str = "text") -> None:
     except UnicodeEncodeError as e:
         raise InputError(f"{what} holds a lone surrogate U+{ord(text[e.start]):04X} at "
                          f"character {e.start}; it is not valid Unicode text") from None
+
+
+def check_texts(texts: Sequence[str]) -> None:
+    """:func:`check_text` on each of a batch's texts, named ``texts[i]``. The batch calls run it
+    only once the core has refused a text: checking every text first cost a tenth of the
+    encoding of short documents."""
+    for i, text in enumerate(texts):
+        check_text(text, f"texts[{i}]")

@@ -12,7 +12,7 @@ from itertools import islice
 from typing import TYPE_CHECKING, Any, Literal, Protocol, TypeVar, cast
 
 from tokenmill import _core, bert
-from tokenmill._io import atomic_write_text, check_text
+from tokenmill._io import atomic_write_text, check_text, check_texts
 from tokenmill.added_tokens import AddedToken, AddedVocabulary
 from tokenmill.decoders import ByteLevel as ByteLevelDecoder
 from tokenmill.encoding import Encoding, Padding, Truncation
@@ -351,8 +351,7 @@ class Tokenizer:
             return _core.bert_encode_batch(plan[0], plan[1], texts, num_threads or _threads(),
                                            False)
         except (TypeError, UnicodeError):
-            for i, text in enumerate(texts):
-                check_text(text, f"texts[{i}]")
+            check_texts(texts)
             raise
 
     def encode_batch(self, inputs: Sequence[str | tuple[str, str]], *,

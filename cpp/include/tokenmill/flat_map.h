@@ -20,13 +20,16 @@
 
 namespace tokenmill {
 
+// The size of a huge page (x86-64, and the usual arm64 one), which large tables ask for.
+inline constexpr std::size_t kHugePageBytes = std::size_t{2} << 20;
+
 // An allocator whose large blocks (2 MiB and up) are asked to be backed by 2 MiB pages on Linux:
 // the maps below are read at random places, one TLB miss a lookup with 4 KiB pages. Smaller
 // blocks, and other systems, get operator new.
 template <typename T>
 struct LargePageAllocator {
   using value_type = T;
-  static constexpr std::size_t kHugePage = std::size_t{2} << 20;
+  static constexpr std::size_t kHugePage = kHugePageBytes;
 
   LargePageAllocator() = default;
   template <typename U>
