@@ -100,12 +100,20 @@ struct BPEModel::Backtrack {
   // prefix is never missing (each is added from the token that has it).
   PrefixTable prefixes;
   // By token id (kNone / 0 for ids the encoder never gives):
-  std::vector<uint32_t> shorter;  // the longest token that is a proper prefix of the token
-  std::vector<uint32_t> length;   // bytes
-  std::vector<uint32_t> made;     // 1 + the rank of the merge that makes the token; 0: a byte
-  std::vector<uint32_t> left;     // the merge's parts
-  std::vector<uint32_t> right;
-  std::vector<std::string_view> spelling;  // the token's bytes (the vocabulary's own copy)
+  // All of it in one 32-byte record a token: a random text's walk reads a few fields of each
+  // token it meets, and six arrays cost up to six misses a token where this costs one.
+  struct Token {
+    const char* bytes = nullptr;  // the token's bytes (the vocabulary's own copy)
+    uint32_t length = 0;
+    uint32_t shorter = kNone;  // the longest token that is a proper prefix of the token
+    uint32_t made = 0;         // 1 + the rank of the merge that makes the token; 0: a byte
+    uint32_t left = kNone;     // the merge's parts
+    uint32_t right = kNone;
+    uint32_t unused = 0;
+    std::string_view spelling() const { return {bytes, length}; }
+  };
+  static_assert(sizeof(Token) == 32, "one token, half a cache line");
+  LargeVector<Token> tokens;
   // The first two steps of a longest match without the prefix table: each byte's token, and
   // for each two bytes, token + 1 if they are one (else 0), with kLonger if a longer token
   // starts with them.
@@ -143,12 +151,7 @@ std::shared_ptr<const BPEModel::Backtrack> BPEModel::build_backtrack() const {
   });
   if (max_id >= Backtrack::kLonger - 1) return nullptr;
   const std::size_t ids = std::size_t{max_id} + 1;
-  bt->made.assign(ids, 0);
-  bt->left.assign(ids, kNone);
-  bt->right.assign(ids, kNone);
-  bt->length.assign(ids, 0);
-  bt->shorter.assign(ids, kNone);
-  bt->spelling.assign(ids, std::string_view());
+  bt->tokens.assign(ids, Backtrack::Token{});
   std::vector<char> is_byte(ids, 0);
   std::vector<uint32_t> order;  // bytes, then made tokens by rank
   order.reserve(merge_count_ + 256);
@@ -162,20 +165,22 @@ std::shared_ptr<const BPEModel::Backtrack> BPEModel::build_backtrack() const {
   const std::size_t first_made = order.size();
   merges_.for_each([&](uint64_t key, uint64_t value) {
     const auto result = static_cast<uint32_t>(value & 0xFFFFFFFFu);
-    if (bt->made[result] != 0 || is_byte[result]) unique = false;  // made twice, or a byte
-    bt->made[result] = static_cast<uint32_t>(value >> 32) + 1;
-    bt->left[result] = static_cast<uint32_t>(key >> 32);
-    bt->right[result] = static_cast<uint32_t>(key & 0xFFFFFFFFu);
+    if (bt->tokens[result].made != 0 || is_byte[result]) unique = false;  // made twice, or a byte
+    bt->tokens[result].made = static_cast<uint32_t>(value >> 32) + 1;
+    bt->tokens[result].left = static_cast<uint32_t>(key >> 32);
+    bt->tokens[result].right = static_cast<uint32_t>(key & 0xFFFFFFFFu);
     order.push_back(result);
   });
   if (!unique) return nullptr;
   std::sort(order.begin() + static_cast<std::ptrdiff_t>(first_made), order.end(),
-            [&](uint32_t a, uint32_t b) { return bt->made[a] < bt->made[b]; });
+            [&](uint32_t a, uint32_t b) { return bt->tokens[a].made < bt->tokens[b].made; });
   bool one_spelling = true;
   vocab_.for_each([&](std::string_view token, uint32_t id) {
-    if (id >= ids || (bt->made[id] == 0 && !is_byte[id])) return;  // not one the encoder gives
-    if (bt->spelling[id].data() != nullptr) one_spelling = false;
-    bt->spelling[id] = token;
+    if (id >= ids || (bt->tokens[id].made == 0 && !is_byte[id])) return;  // not one the encoder gives
+    Backtrack::Token& info = bt->tokens[id];
+    if (info.bytes != nullptr || token.size() > 0xFFFF) one_spelling = false;
+    info.bytes = token.data();
+    info.length = static_cast<uint32_t>(token.size());
   });
   if (!one_spelling) return nullptr;
   // Each token, in the order made: it must be spelled as its parts, and merging its own bytes
@@ -183,19 +188,18 @@ std::shared_ptr<const BPEModel::Backtrack> BPEModel::build_backtrack() const {
   // came back as themselves, being made before it).
   std::size_t added = 256;
   for (std::size_t k = 0; k < order.size(); ++k) {
-    const uint32_t t = order[k];
-    const std::string_view bytes = bt->spelling[t];
-    if (bytes.data() == nullptr || bytes.size() > 0xFFFF) return nullptr;
-    bt->length[t] = static_cast<uint32_t>(bytes.size());
+    const Backtrack::Token& info = bt->tokens[order[k]];
+    const std::string_view bytes = info.spelling();
+    if (bytes.data() == nullptr) return nullptr;
     if (k < first_made) {
       if (bytes.size() != 1) return nullptr;
       continue;
     }
-    const std::string_view l = bt->spelling[bt->left[t]];
-    const std::string_view r = bt->spelling[bt->right[t]];
+    const std::string_view l = bt->tokens[info.left].spelling();
+    const std::string_view r = bt->tokens[info.right].spelling();
     if (l.data() == nullptr || r.data() == nullptr || bytes.size() != l.size() + r.size() ||
         bytes.substr(0, l.size()) != l || bytes.substr(l.size()) != r ||
-        !compatible(*bt, bt->left[t], bt->right[t], pair_cache_of_thread(), bt->made[t] - 1)) {
+        !compatible(*bt, info.left, info.right, pair_cache_of_thread(), info.made - 1)) {
       return nullptr;
     }
     added += r.size();
@@ -205,8 +209,8 @@ std::shared_ptr<const BPEModel::Backtrack> BPEModel::build_backtrack() const {
   bt->prefixes.reserve(added);
   for (std::size_t k = 0; k < order.size(); ++k) {
     const uint32_t t = order[k];
-    const std::string_view bytes = bt->spelling[t];
-    const std::size_t from = k < first_made ? 0 : bt->length[bt->left[t]];
+    const std::string_view bytes = bt->tokens[t].spelling();
+    const std::size_t from = k < first_made ? 0 : bt->tokens[bt->tokens[t].left].length;
     uint64_t h = kPrefixSeed;
     for (std::size_t i = 0; i < bytes.size(); ++i) {
       h = prefix_step(h, static_cast<unsigned char>(bytes[i]));
@@ -223,7 +227,7 @@ std::shared_ptr<const BPEModel::Backtrack> BPEModel::build_backtrack() const {
   for (int b = 0; b < 256; ++b) bt->byte_token[b] = static_cast<uint32_t>(symbol_of_byte_[b]);
   bt->two_bytes.assign(std::size_t{1} << 16, 0);
   for (std::size_t k = first_made; k < order.size(); ++k) {
-    const std::string_view bytes = bt->spelling[order[k]];
+    const std::string_view bytes = bt->tokens[order[k]].spelling();
     uint32_t& two = bt->two_bytes[std::size_t{static_cast<unsigned char>(bytes[0])} << 8 |
                                   static_cast<unsigned char>(bytes[1])];
     two |= bytes.size() == 2 ? order[k] + 1 : Backtrack::kLonger;
@@ -231,7 +235,7 @@ std::shared_ptr<const BPEModel::Backtrack> BPEModel::build_backtrack() const {
   auto printable = Backtrack::printable;
   bt->three_row.assign(std::size_t{1} << 16, 0);
   for (std::size_t k = first_made; k < order.size(); ++k) {
-    const std::string_view bytes = bt->spelling[order[k]];
+    const std::string_view bytes = bt->tokens[order[k]].spelling();
     const auto b0 = static_cast<unsigned char>(bytes[0]);
     const auto b1 = static_cast<unsigned char>(bytes[1]);
     if (bytes.size() < 3 || !printable(b0) || !printable(b1)) continue;
@@ -249,18 +253,18 @@ std::shared_ptr<const BPEModel::Backtrack> BPEModel::build_backtrack() const {
   // Each made token's longest shorter token: its left part, or a longer prefix that is one.
   for (std::size_t k = first_made; k < order.size(); ++k) {
     const uint32_t t = order[k];
-    const std::string_view bytes = bt->spelling[t];
-    uint32_t best = bt->left[t];
+    const std::string_view bytes = bt->tokens[t].spelling();
+    uint32_t best = bt->tokens[t].left;
     uint64_t h = kPrefixSeed;
     for (std::size_t i = 0; i + 1 < bytes.size(); ++i) {
       h = prefix_step(h, static_cast<unsigned char>(bytes[i]));
       uint32_t value = 0;
-      if (i + 1 > bt->length[best] && bt->prefixes.find(prefix_key(h), value) && value != 0 &&
-          bt->spelling[value - 1] == bytes.substr(0, i + 1)) {
+      if (i + 1 > bt->tokens[best].length && bt->prefixes.find(prefix_key(h), value) && value != 0 &&
+          bt->tokens[value - 1].spelling() == bytes.substr(0, i + 1)) {
         best = value - 1;
       }
     }
-    bt->shorter[t] = best;
+    bt->tokens[t].shorter = best;
   }
   return bt;
 }
@@ -273,14 +277,14 @@ bool BPEModel::compatible(const Backtrack& bt, uint32_t a, uint32_t b, PairCache
     uint32_t rank = 0;
     uint32_t result = 0;
     if (find_merge(a, b, rank, result, cache) && rank < limit) return false;
-    const uint32_t made_a = bt.made[a];
-    const uint32_t made_b = bt.made[b];
+    const uint32_t made_a = bt.tokens[a].made;
+    const uint32_t made_b = bt.tokens[b].made;
     if (made_a > made_b) {  // a was made last: before, its right part stood beside b
       limit = made_a - 1;   // a's merge, left of the boundary pair, wins a tie
-      a = bt.right[a];
+      a = bt.tokens[a].right;
     } else if (made_b > 0) {  // b was made last (or a == b: the right one is made later)
       limit = made_b;         // the boundary pair, left of b's merge, wins a tie
-      b = bt.left[b];
+      b = bt.tokens[b].left;
     } else {
       return true;  // two bytes that do not merge
     }
@@ -295,8 +299,8 @@ bool BPEModel::encode_backtrack(const Backtrack& bt, std::string_view word,
   if (found) {
     uint32_t at = 0;
     for (uint32_t id : ids) {
-      out.push_back({id, at, at + bt.length[id]});
-      at += bt.length[id];
+      out.push_back({id, at, at + bt.tokens[id].length});
+      at += bt.tokens[id].length;
     }
   }
   if (ids.capacity() > kScratchKept) std::vector<uint32_t>().swap(ids);
@@ -368,20 +372,23 @@ bool BPEModel::encode_backtrack(const Backtrack& bt, std::string_view word,
       if (value != 0) found = value - 1;
     }
     if (found == kNone) return best;
-    return spelled_at(word, p, bt.spelling[found]) ? found : kNone;
+    return spelled_at(word, p, bt.tokens[found].spelling()) ? found : kNone;
   };
-  // Compatibility depends on the two tokens only, and a piece of one character repeated asks
-  // of the same pair at every step: the last answer is kept. (A table of recent pairs, tried
-  // too, made random letters slower: their pairs rarely repeat soon enough.)
-  uint64_t last_pair = ~uint64_t{0};
-  bool last_ok = false;
+  // Compatibility depends on the two tokens only, and the pairs of a text from a small
+  // alphabet (DNA, digits, one character repeated) come back again and again: the answers are
+  // kept in a small direct-mapped table (16 KiB, in the core's first-level cache, so a random
+  // text whose pairs rarely repeat loses little by asking it). An entry is the pair's key (62
+  // bits) shifted up one, and the answer in the low bit; all ones is empty.
+  constexpr std::size_t kSeenBits = 11;
+  uint64_t seen[std::size_t{1} << kSeenBits];
+  std::fill(std::begin(seen), std::end(seen), ~uint64_t{0});
   auto compatible_seen = [&](uint32_t a, uint32_t b) {
-    const uint64_t pair = static_cast<uint64_t>(a) << 32 | b;
-    if (pair != last_pair) {
-      last_ok = compatible(bt, a, b, cache, ~uint64_t{0});
-      last_pair = pair;
-    }
-    return last_ok;
+    const uint64_t pair = static_cast<uint64_t>(a) << 31 | b;
+    uint64_t& slot = seen[(pair * 0x9E3779B97F4A7C15ULL) >> (64 - kSeenBits)];
+    if ((slot >> 1) == pair) return (slot & 1) != 0;
+    const bool ok = compatible(bt, a, b, cache, ~uint64_t{0});
+    slot = pair << 1 | (ok ? 1 : 0);
+    return ok;
   };
   // The tokens so far are the end of `out` itself, used as the stack (no copy at the end).
   const std::size_t base = out.size();
@@ -400,15 +407,15 @@ bool BPEModel::encode_backtrack(const Backtrack& bt, std::string_view word,
     const bool first = out.size() == base;
     const uint32_t last = first ? kNone : out.back();
     while (true) {
-      const std::size_t end = pos + bt.length[token];
+      const std::size_t end = pos + bt.tokens[token].length;
       if (!is_dead(end) && (first || compatible_seen(last, token))) {
         out.push_back(token);
         pos = end;
         if (pos < n) next = longest(pos);
         break;
       }
-      if (bt.shorter[token] != kNone) {
-        token = bt.shorter[token];
+      if (bt.tokens[token].shorter != kNone) {
+        token = bt.tokens[token].shorter;
         continue;
       }
       // Nothing goes on from here after `last`: step back and try it shorter.
@@ -418,7 +425,7 @@ bool BPEModel::encode_backtrack(const Backtrack& bt, std::string_view word,
         return false;
       }
       out.pop_back();
-      pos -= bt.length[last];
+      pos -= bt.tokens[last].length;
       next = last;
       break;
     }

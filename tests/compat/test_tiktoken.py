@@ -76,9 +76,10 @@ def test_long_pieces_are_cut_by_backtracking_as_tiktoken_cuts_them(shared_data, 
     hostile = ["a" * 40_000, "".join(rnd.choices(string.ascii_lowercase, k=40_000)),
                "".join(rnd.choices(string.digits, k=40_000)),
                base64.b64encode(rnd.randbytes(30_000)).decode("ascii"), "中" * 14_000,
-               "\n" * 40_000, "ab" * 20_000, "é" * 20_000]
+               "\n" * 40_000, "ab" * 20_000, "é" * 20_000,
+               "".join(rnd.choices("acgt", k=40_000))]  # pairs come back: the table of answers
     small = ["".join(rnd.choices(letters, k=rnd.randint(1, 3000)))
-             for letters in ("ab", "abc", "aA0", "xyz .", "的一是", "éèà", "=-", " \n")
+             for letters in ("ab", "abc", "acgt", "aA0", "xyz .", "的一是", "éèà", "=-", " \n")
              for _ in range(40)]
     previous = _core.set_backtrack_bytes(32_768)
     try:
