@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstddef>
+#include <atomic>
 #include <cstdint>
 #include <memory>
 #include <mutex>
@@ -148,7 +149,7 @@ class BPEModel {
   };
   void encode_word_uncached(std::string_view word, std::vector<TokenSpan>& out) const;
   // The word cache (cache_): appends word's tokens if kept there; keeps them unless full
-  // (true if the word is there afterwards).
+  // (true if the word is there afterwards; false, without a search, once its shard is full).
   bool find_cached_word(std::string_view word, std::vector<TokenSpan>& out) const;
   bool keep_cached_word(std::string_view word, const TokenSpan* tokens, std::size_t count) const;
   // Asks for the memory encode_word_uncached reads first (the word's vocabulary slot).
@@ -234,6 +235,7 @@ class BPEModel {
   struct CacheShard {
     std::mutex mutex;
     std::unordered_map<std::string, std::vector<TokenSpan>> words;
+    std::atomic<bool> full{false};  // set once words reached its share of cache_capacity
   };
   mutable CacheShard cache_[kCacheShards];  // recent words -> their tokens
 };
