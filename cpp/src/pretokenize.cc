@@ -383,6 +383,77 @@ void scan_text(SplitPattern pattern, const S& s, std::vector<uint32_t>& ends) {
   });
 }
 
+#ifdef TOKENMILL_SSE2
+// Sixty-four bytes as bit masks (bit j for byte j): ASCII letters, uppercase ASCII letters,
+// spaces (' ' only) and bytes of 0x80 and over.
+struct Block64 {
+  uint64_t letter;
+  uint64_t upper;
+  uint64_t space;
+  uint64_t high;
+};
+
+inline Block64 classify64(const unsigned char* p) {
+  // (u - lo) flipped to signed below count - 128: u in [lo, lo + count), as in ascii_run_bytes.
+  const __m128i flip = _mm_set1_epi8(static_cast<char>(0x80));
+  const __m128i fold = _mm_set1_epi8(0x20);
+  const __m128i a = _mm_set1_epi8('a');
+  const __m128i big_a = _mm_set1_epi8('A');
+  const __m128i limit = _mm_set1_epi8(static_cast<char>(26 ^ 0x80));
+  const __m128i space = _mm_set1_epi8(' ');
+  Block64 b{0, 0, 0, 0};
+  for (int k = 0; k < 4; ++k) {
+    const __m128i v = _mm_loadu_si128(reinterpret_cast<const __m128i*>(p + 16 * k));
+    const __m128i letter =
+        _mm_cmplt_epi8(_mm_xor_si128(_mm_sub_epi8(_mm_or_si128(v, fold), a), flip), limit);
+    const __m128i upper = _mm_cmplt_epi8(_mm_xor_si128(_mm_sub_epi8(v, big_a), flip), limit);
+    const int shift = 16 * k;
+    b.letter |= static_cast<uint64_t>(static_cast<unsigned>(_mm_movemask_epi8(letter))) << shift;
+    b.upper |= static_cast<uint64_t>(static_cast<unsigned>(_mm_movemask_epi8(upper))) << shift;
+    b.space |= static_cast<uint64_t>(
+                   static_cast<unsigned>(_mm_movemask_epi8(_mm_cmpeq_epi8(v, space))))
+               << shift;
+    b.high |= static_cast<uint64_t>(static_cast<unsigned>(_mm_movemask_epi8(v))) << shift;
+  }
+  return b;
+}
+
+// At byte i of text (at least 64 bytes from i on), the run of pieces " ?[A-Za-z]+" that follow
+// one another there, each a space and letters (the first may lack the space), found in one
+// step from bit masks: where each ends is written to ends (at most max), the count returned;
+// 0 when the first piece is not of that form. With split_case (o200k_base), a letter run is cut
+// where an uppercase letter follows a lowercase one ([A-Z]*[a-z]+ and [A-Z]+[a-z]* in ASCII).
+// Only ends the 64 bytes decide are given: the last letter run of the block may go on past
+// it, or (at a non-ASCII byte) with a letter or mark, or (o200k_base, at an apostrophe) with a
+// contraction; the general path takes such a piece. English text is mostly these pieces, and
+// taking them one by one cost a mispredicted branch at nearly every piece's end.
+inline size_t space_words(const unsigned char* p, size_t i, bool split_case, size_t* ends,
+                          size_t max) {
+  const Block64 b = classify64(p + i);
+  // A letter, or a space with a letter after it: the run of such bytes from i is the region.
+  const uint64_t in = b.letter | (b.space & (b.letter >> 1));
+  if ((in & 1) == 0) return 0;
+  const uint64_t out = ~in;
+  const unsigned end = out == 0 ? 64u : static_cast<unsigned>(__builtin_ctzll(out));
+  const uint64_t region = end == 64 ? ~uint64_t{0} : (uint64_t{1} << end) - 1;
+  uint64_t starts = b.space;
+  if (split_case) starts |= b.upper & ((b.letter & ~b.upper) << 1);
+  starts &= region & ~uint64_t{1};
+  size_t k = 0;
+  while (starts != 0 && k < max) {
+    ends[k++] = i + static_cast<size_t>(__builtin_ctzll(starts));
+    starts &= starts - 1;
+  }
+  // The last piece ends at `end` if the byte there (not a letter, not a space before a letter)
+  // is ASCII and, for o200k_base, not an apostrophe.
+  if (starts == 0 && k < max && end < 64 && ((b.high >> end) & 1) == 0 &&
+      !(split_case && p[i + end] == '\'')) {
+    ends[k++] = i + end;
+  }
+  return k;
+}
+#endif
+
 }  // namespace
 
 bool piece_dropped(SplitPattern pattern, std::string_view text, size_t i) {
@@ -391,18 +462,39 @@ bool piece_dropped(SplitPattern pattern, std::string_view text, size_t i) {
 
 size_t scan_pieces(SplitPattern pattern, std::string_view text, size_t i, size_t* ends,
                    size_t max) {
+#ifdef TOKENMILL_SSE2
+  const bool words_first = pattern != SplitPattern::kWords;
+  const bool split_case = pattern == SplitPattern::kO200K;
+  const auto* bytes = reinterpret_cast<const unsigned char*>(text.data());
+#endif
   return with_scanner<std::string_view>(pattern, [&](auto scan) {
     size_t k = 0;
-    for (; k < max && i < text.size(); ++k) {
+    while (k < max && i < text.size()) {
+#ifdef TOKENMILL_SSE2
+      if (words_first && text.size() - i >= 64 && (bytes[i] == ' ' || letter_ascii(bytes[i]))) {
+        const size_t got = space_words(bytes, i, split_case, ends + k, max - k);
+        if (got != 0) {
+          k += got;
+          i = ends[k - 1];
+          continue;
+        }
+      }
+#endif
       i = past(text, i, scan(text, i));
-      ends[k] = i;
+      ends[k++] = i;
     }
     return k;
   });
 }
 
 void pretokenize(SplitPattern pattern, std::string_view text, std::vector<uint32_t>& ends) {
-  scan_text(pattern, text, ends);
+  // Through scan_pieces, as encoding reads text (so the two never split differently).
+  size_t batch[256];
+  for (size_t i = 0; i < text.size();) {
+    const size_t got = scan_pieces(pattern, text, i, batch, 256);
+    for (size_t k = 0; k < got; ++k) ends.push_back(static_cast<uint32_t>(batch[k]));
+    i = batch[got - 1];
+  }
 }
 
 void pretokenize_units(SplitPattern pattern, const void* data, std::size_t length, int width,

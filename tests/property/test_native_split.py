@@ -109,6 +109,25 @@ def test_utf8_scanners(text):
     assert kept == WORDS.findall(text)
 
 
+# Streams of words, mostly each after one space, as English is: the byte scanners take runs of
+# " word" pieces 64 bytes at a time from bit masks, and a run may end at any character (a
+# non-ASCII letter or mark that continues the last word, an apostrophe of a contraction, a
+# lowercase letter before an uppercase one in o200k_base, the block's own end).
+word_stream = st.lists(
+    st.tuples(st.sampled_from([" "] * 6 + list(TRICKY)),
+              st.text(st.sampled_from("abcxyzABCXYZs"), min_size=1, max_size=12)),
+    min_size=8, max_size=40,
+).map(lambda words: "".join(sep + word for sep, word in words))
+
+
+@settings(max_examples=2000)
+@given(word_stream, st.integers(0, 3))
+def test_utf8_scanners_on_streams_of_words(text, skip):
+    text = text[skip:]
+    for pattern, scanner in PATTERNS:
+        assert native_utf8_pieces(scanner, text) == regex.findall(pattern, text), (pattern, text)
+
+
 WORDS = regex.compile(r"\w+|[^\w\s]+")  # the Whitespace pre-tokenizer's pattern
 SPACE = regex.compile(r"\s+")
 
