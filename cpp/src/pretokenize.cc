@@ -385,11 +385,13 @@ void scan_text(SplitPattern pattern, const S& s, std::vector<uint32_t>& ends) {
 
 #ifdef TOKENMILL_SSE2
 // Sixty-four bytes as bit masks (bit j for byte j): ASCII letters, uppercase ASCII letters,
-// spaces (' ' only) and bytes of 0x80 and over.
+// spaces (' ' only), printable ASCII punctuation but the apostrophe (which may start a
+// contraction), and bytes of 0x80 and over.
 struct Block64 {
   uint64_t letter;
   uint64_t upper;
   uint64_t space;
+  uint64_t punct;
   uint64_t high;
 };
 
@@ -401,42 +403,58 @@ inline Block64 classify64(const unsigned char* p) {
   const __m128i big_a = _mm_set1_epi8('A');
   const __m128i limit = _mm_set1_epi8(static_cast<char>(26 ^ 0x80));
   const __m128i space = _mm_set1_epi8(' ');
-  Block64 b{0, 0, 0, 0};
+  const __m128i bang = _mm_set1_epi8('!');
+  const __m128i printable = _mm_set1_epi8(static_cast<char>(('~' - '!' + 1) ^ 0x80));
+  const __m128i zero = _mm_set1_epi8('0');
+  const __m128i ten = _mm_set1_epi8(static_cast<char>(10 ^ 0x80));
+  const __m128i apostrophe = _mm_set1_epi8('\'');
+  auto mask = [](__m128i m) { return static_cast<uint64_t>(static_cast<unsigned>(_mm_movemask_epi8(m))); };
+  Block64 b{0, 0, 0, 0, 0};
   for (int k = 0; k < 4; ++k) {
     const __m128i v = _mm_loadu_si128(reinterpret_cast<const __m128i*>(p + 16 * k));
     const __m128i letter =
         _mm_cmplt_epi8(_mm_xor_si128(_mm_sub_epi8(_mm_or_si128(v, fold), a), flip), limit);
     const __m128i upper = _mm_cmplt_epi8(_mm_xor_si128(_mm_sub_epi8(v, big_a), flip), limit);
+    const __m128i shown = _mm_cmplt_epi8(_mm_xor_si128(_mm_sub_epi8(v, bang), flip), printable);
+    const __m128i digit = _mm_cmplt_epi8(_mm_xor_si128(_mm_sub_epi8(v, zero), flip), ten);
+    const __m128i not_punct = _mm_or_si128(_mm_or_si128(letter, digit), _mm_cmpeq_epi8(v, apostrophe));
     const int shift = 16 * k;
-    b.letter |= static_cast<uint64_t>(static_cast<unsigned>(_mm_movemask_epi8(letter))) << shift;
-    b.upper |= static_cast<uint64_t>(static_cast<unsigned>(_mm_movemask_epi8(upper))) << shift;
-    b.space |= static_cast<uint64_t>(
-                   static_cast<unsigned>(_mm_movemask_epi8(_mm_cmpeq_epi8(v, space))))
-               << shift;
-    b.high |= static_cast<uint64_t>(static_cast<unsigned>(_mm_movemask_epi8(v))) << shift;
+    b.letter |= mask(letter) << shift;
+    b.upper |= mask(upper) << shift;
+    b.space |= mask(_mm_cmpeq_epi8(v, space)) << shift;
+    b.punct |= mask(_mm_andnot_si128(not_punct, shown)) << shift;
+    b.high |= mask(v) << shift;
   }
   return b;
 }
 
-// At byte i of text (at least 64 bytes from i on), the run of pieces " ?[A-Za-z]+" that follow
-// one another there, each a space and letters (the first may lack the space), found in one
-// step from bit masks: where each ends is written to ends (at most max), the count returned;
-// 0 when the first piece is not of that form. With split_case (o200k_base), a letter run is cut
-// where an uppercase letter follows a lowercase one ([A-Z]*[a-z]+ and [A-Z]+[a-z]* in ASCII).
-// Only ends the 64 bytes decide are given: the last letter run of the block may go on past
-// it, or (at a non-ASCII byte) with a letter or mark, or (o200k_base, at an apostrophe) with a
-// contraction; the general path takes such a piece. English text is mostly these pieces, and
-// taking them one by one cost a mispredicted branch at nearly every piece's end.
+// At byte i of text (at least 64 bytes from i on), the pieces that follow one another there
+// when each is a word " ?[A-Za-z]+" (a space and letters; the first may lack the space) or a
+// run of ASCII punctuation between a word's last letter and a space before the next word, found
+// in one step from bit masks: where each ends is written to ends (at most max), the count
+// returned; 0 when the first piece is not a word. With split_case (o200k_base), a letter run is
+// cut where an uppercase letter follows a lowercase one ([A-Z]*[a-z]+ and [A-Z]+[a-z]* in
+// ASCII). Such a punctuation run is one piece in all three patterns: no word alternative can
+// take it (a space, not a letter, follows its first character), and " ?[^\s\p{L}\p{N}]+"
+// stops at the space, before any [\r\n/] tail. Only ends the 64 bytes decide are given: a word
+// at the block's end may go on past it, or (at a non-ASCII byte) with a letter or mark, or (in
+// o200k_base, at an apostrophe) with a contraction; a punctuation run cut off there may go on;
+// the general path takes such a piece. English text is mostly these pieces, and taking them one
+// by one cost a mispredicted branch at nearly every piece's end.
 inline size_t space_words(const unsigned char* p, size_t i, bool split_case, size_t* ends,
                           size_t max) {
   const Block64 b = classify64(p + i);
-  // A letter, or a space with a letter after it: the run of such bytes from i is the region.
-  const uint64_t in = b.letter | (b.space & (b.letter >> 1));
-  if ((in & 1) == 0) return 0;
-  const uint64_t out = ~in;
+  const uint64_t space_word = b.space & (b.letter >> 1);  // a space with a letter after it
+  if (((b.letter | space_word) & 1) == 0) return 0;
+  // Punctuation followed by more of it or by a space before a letter (so a run of it is in
+  // only if it ends before a word; a run cut short leaves the region where it stops being so).
+  const uint64_t punct_in = b.punct & ((b.punct | space_word) >> 1);
+  const uint64_t out = ~(b.letter | space_word | punct_in);
   const unsigned end = out == 0 ? 64u : static_cast<unsigned>(__builtin_ctzll(out));
   const uint64_t region = end == 64 ? ~uint64_t{0} : (uint64_t{1} << end) - 1;
-  uint64_t starts = b.space;
+  // Pieces start at a space before a word and at the first of a run of punctuation (which in
+  // the region always follows a letter).
+  uint64_t starts = space_word | (b.punct & ~(b.punct << 1));
   if (split_case) starts |= b.upper & ((b.letter & ~b.upper) << 1);
   starts &= region & ~uint64_t{1};
   size_t k = 0;
@@ -444,10 +462,10 @@ inline size_t space_words(const unsigned char* p, size_t i, bool split_case, siz
     ends[k++] = i + static_cast<size_t>(__builtin_ctzll(starts));
     starts &= starts - 1;
   }
-  // The last piece ends at `end` if the byte there (not a letter, not a space before a letter)
-  // is ASCII and, for o200k_base, not an apostrophe.
-  if (starts == 0 && k < max && end < 64 && ((b.high >> end) & 1) == 0 &&
-      !(split_case && p[i + end] == '\'')) {
+  // The last piece ends at `end` if it is a word (a letter before `end`) and the byte there is
+  // ASCII and, for o200k_base, not an apostrophe.
+  if (starts == 0 && k < max && end < 64 && ((b.letter >> (end - 1)) & 1) != 0 &&
+      ((b.high >> end) & 1) == 0 && !(split_case && p[i + end] == '\'')) {
     ends[k++] = i + end;
   }
   return k;

@@ -113,11 +113,14 @@ def test_utf8_scanners(text):
 # " word" pieces 64 bytes at a time from bit masks, and a run may end at any character (a
 # non-ASCII letter or mark that continues the last word, an apostrophe of a contraction, a
 # lowercase letter before an uppercase one in o200k_base, the block's own end).
+# Punctuation after a word is taken with the words when a space and a word follow it.
 word_stream = st.lists(
     st.tuples(st.sampled_from([" "] * 6 + list(TRICKY)),
-              st.text(st.sampled_from("abcxyzABCXYZs"), min_size=1, max_size=12)),
+              st.text(st.sampled_from("abcxyzABCXYZs"), min_size=1, max_size=12),
+              st.sampled_from(["", "", "", ",", ".", "!?", ").", "/", "--", ",\n", ".'", " ,",
+                               "'s", ".\u00e9", ",\x7f"])),
     min_size=8, max_size=40,
-).map(lambda words: "".join(sep + word for sep, word in words))
+).map(lambda words: "".join(sep + word + tail for sep, word, tail in words))
 
 
 @settings(max_examples=2000)
