@@ -176,7 +176,8 @@ std::shared_ptr<const BPEModel::Backtrack> BPEModel::build_backtrack() const {
             [&](uint32_t a, uint32_t b) { return bt->tokens[a].made < bt->tokens[b].made; });
   bool one_spelling = true;
   vocab_.for_each([&](std::string_view token, uint32_t id) {
-    if (id >= ids || (bt->tokens[id].made == 0 && !is_byte[id])) return;  // not one the encoder gives
+    // not one the encoder gives
+    if (id >= ids || (bt->tokens[id].made == 0 && !is_byte[id])) return;
     Backtrack::Token& info = bt->tokens[id];
     if (info.bytes != nullptr || token.size() > 0xFFFF) one_spelling = false;
     info.bytes = token.data();
@@ -259,8 +260,8 @@ std::shared_ptr<const BPEModel::Backtrack> BPEModel::build_backtrack() const {
     for (std::size_t i = 0; i + 1 < bytes.size(); ++i) {
       h = prefix_step(h, static_cast<unsigned char>(bytes[i]));
       uint32_t value = 0;
-      if (i + 1 > bt->tokens[best].length && bt->prefixes.find(prefix_key(h), value) && value != 0 &&
-          bt->tokens[value - 1].spelling() == bytes.substr(0, i + 1)) {
+      if (i + 1 > bt->tokens[best].length && bt->prefixes.find(prefix_key(h), value) &&
+          value != 0 && bt->tokens[value - 1].spelling() == bytes.substr(0, i + 1)) {
         best = value - 1;
       }
     }

@@ -408,7 +408,9 @@ inline Block64 classify64(const unsigned char* p) {
   const __m128i zero = _mm_set1_epi8('0');
   const __m128i ten = _mm_set1_epi8(static_cast<char>(10 ^ 0x80));
   const __m128i apostrophe = _mm_set1_epi8('\'');
-  auto mask = [](__m128i m) { return static_cast<uint64_t>(static_cast<unsigned>(_mm_movemask_epi8(m))); };
+  auto mask = [](__m128i m) {
+    return static_cast<uint64_t>(static_cast<unsigned>(_mm_movemask_epi8(m)));
+  };
   Block64 b{0, 0, 0, 0, 0};
   for (int k = 0; k < 4; ++k) {
     const __m128i v = _mm_loadu_si128(reinterpret_cast<const __m128i*>(p + 16 * k));
@@ -417,7 +419,8 @@ inline Block64 classify64(const unsigned char* p) {
     const __m128i upper = _mm_cmplt_epi8(_mm_xor_si128(_mm_sub_epi8(v, big_a), flip), limit);
     const __m128i shown = _mm_cmplt_epi8(_mm_xor_si128(_mm_sub_epi8(v, bang), flip), printable);
     const __m128i digit = _mm_cmplt_epi8(_mm_xor_si128(_mm_sub_epi8(v, zero), flip), ten);
-    const __m128i not_punct = _mm_or_si128(_mm_or_si128(letter, digit), _mm_cmpeq_epi8(v, apostrophe));
+    const __m128i not_punct =
+        _mm_or_si128(_mm_or_si128(letter, digit), _mm_cmpeq_epi8(v, apostrophe));
     const int shift = 16 * k;
     b.letter |= mask(letter) << shift;
     b.upper |= mask(upper) << shift;
@@ -441,7 +444,7 @@ inline Block64 classify64(const unsigned char* p) {
 // o200k_base, at an apostrophe) with a contraction; a punctuation run cut off there may go on;
 // the general path takes such a piece. English text is mostly these pieces, and taking them one
 // by one cost a mispredicted branch at nearly every piece's end.
-inline size_t space_words(const unsigned char* p, size_t i, bool split_case, size_t* ends,
+inline size_t word_run(const unsigned char* p, size_t i, bool split_case, size_t* ends,
                           size_t max) {
   const Block64 b = classify64(p + i);
   const uint64_t space_word = b.space & (b.letter >> 1);  // a space with a letter after it
@@ -490,7 +493,7 @@ size_t scan_pieces(SplitPattern pattern, std::string_view text, size_t i, size_t
     while (k < max && i < text.size()) {
 #ifdef TOKENMILL_SSE2
       if (words_first && text.size() - i >= 64 && (bytes[i] == ' ' || letter_ascii(bytes[i]))) {
-        const size_t got = space_words(bytes, i, split_case, ends + k, max - k);
+        const size_t got = word_run(bytes, i, split_case, ends + k, max - k);
         if (got != 0) {
           k += got;
           i = ends[k - 1];
