@@ -492,7 +492,10 @@ size_t scan_pieces(SplitPattern pattern, std::string_view text, size_t i, size_t
     size_t k = 0;
     while (k < max && i < text.size()) {
 #ifdef TOKENMILL_SSE2
-      if (words_first && text.size() - i >= 64 && (bytes[i] == ' ' || letter_ascii(bytes[i]))) {
+      // (A word starts here: a letter, or a space and a letter. Runs of indentation and
+      // " =" in code are not worth classifying a block for.)
+      if (words_first && text.size() - i >= 64 &&
+          (letter_ascii(bytes[i]) || (bytes[i] == ' ' && letter_ascii(bytes[i + 1])))) {
         const size_t got = word_run(bytes, i, split_case, ends + k, max - k);
         if (got != 0) {
           k += got;
