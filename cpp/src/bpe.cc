@@ -40,6 +40,14 @@ std::atomic<std::size_t> backtrack_bytes{32768};
 // Longer words are not cached: they are rare and would crowd out the frequent short ones (on
 // Chinese, where most pieces are long and distinct, 64 cost 7% in lookups that missed).
 constexpr std::size_t kMaxCachedWordBytes = 32;
+// With the piece cache, ASCII pieces above its 32 bytes go to the word cache up to this length.
+constexpr std::size_t kMaxCachedLongBytes = 256;
+
+bool is_ascii(std::string_view s) {
+  unsigned char any = 0;
+  for (char c : s) any |= static_cast<unsigned char>(c);
+  return any < 0x80;
+}
 
 std::atomic<uint64_t> next_serial{1};  // model serial numbers; 0 marks an empty cache slot
 
@@ -806,9 +814,16 @@ void BPEModel::encode_word_uncached(std::string_view word, std::vector<TokenSpan
     out.push_back({whole, 0, static_cast<uint32_t>(len)});
     return;
   }
-  // The shared word cache serves the models whose short pieces skip the piece cache.
+  // The shared word cache serves the models whose short pieces skip the piece cache, and, for
+  // the others, ASCII pieces too long for it: runs of indentation, comment rulers, long names
+  // in code, each merged byte by byte in microseconds, where finding it again costs a lock and
+  // a search. (Long non-ASCII pieces, as most of Chinese is, are new nearly every time: keeping
+  // them cost first meetings more than it saved.)
   const bool cacheable =
-      !piece_cached() && options_.cache_capacity > 0 && word.size() <= kMaxCachedWordBytes;
+      options_.cache_capacity > 0 &&
+      (piece_cached() ? word.size() > kPieceKeyBytes && word.size() <= kMaxCachedLongBytes &&
+                            is_ascii(word)
+                      : word.size() <= kMaxCachedWordBytes);
   if (cacheable && find_cached_word(word, out)) return;
   if (word.size() >= backtrack_threshold()) {
     const Backtrack* bt = backtrack();

@@ -100,10 +100,11 @@ def test_long_pieces_are_cut_by_backtracking_as_tiktoken_cuts_them(shared_data, 
 def test_pieces_the_piece_cache_cannot_hold(shared_data, encodings, pairs, monkeypatch, name,
                                             capacity):
     # An ASCII piece of more than four tokens (a long identifier) is kept in the word cache and
-    # its piece-cache entry says so; non-ASCII ones and pieces over 32 bytes are merged each
-    # time. Each is met
-    # again and again here: with the default cache, and with one so small (16 words, one a
-    # shard) that most find it full, are not marked, and are merged each time.
+    # its piece-cache entry says so; so is an ASCII piece of 33-256 bytes (runs of indentation,
+    # comment rulers), looked for there before it is merged; non-ASCII ones and longer pieces
+    # are merged each time. Each is met again and again here: with the default cache, and with
+    # one so small (16 words, one a shard) that most find it full, are not kept, and are merged
+    # each time.
     from tokenmill.formats import tiktoken as tiktoken_format
 
     if capacity is not None:
@@ -114,7 +115,8 @@ def test_pieces_the_piece_cache_cannot_hold(shared_data, encodings, pairs, monke
     words = ["Brotli", "Decoder", "Error", "Code", "Assertion", "Tester", "Conforming", "Object",
              "Qx", "zz", "Unaligned", "Read", "\u00e9t\u00e9", "\u4e2d\u6587"]
     pieces = [" " + "".join(rnd.choices(words, k=rnd.randint(3, 9))) for _ in range(300)]
-    pieces += [" " * k for k in range(30, 45)] + ["=" * k for k in range(5, 80, 7)]
+    pieces += [" " * k for k in (*range(30, 45), 255, 256, 257, 300)]
+    pieces += ["=" * k for k in range(5, 80, 7)] + [" /*" + "-" * k for k in (40, 253, 254, 300)]
     texts = ["".join(rnd.choices(pieces, k=20)) + "\n" for _ in range(200)]
     expected = ref.encode_ordinary_batch(texts)
     for _ in range(2):
