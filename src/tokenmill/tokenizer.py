@@ -132,8 +132,7 @@ class Tokenizer:
         return vocab
 
     def get_vocab_size(self, with_added_tokens: bool = True) -> int:
-        # (max over the values, not a set of them: a tenth of the time on 200k tokens)
-        top = max(self.model.vocab.values(), default=-1)
+        top = self.model.max_id()
         if with_added_tokens:
             top = max(top, max(self._added.by_id, default=-1))
         return top + 1

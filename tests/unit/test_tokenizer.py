@@ -113,3 +113,17 @@ def test_marker_model_cannot_be_exported_to_hf(tmp_path):
     tok.save(tmp_path / "ours.json")  # our schema keeps it, under its own model type
     assert Tokenizer.from_file(tmp_path / "ours.json").model.merges == tok.model.merges
     assert '"type": "tokenmill.BPE"' in (tmp_path / "ours.json").read_text("utf-8")
+
+
+def test_vocab_size_follows_the_vocab_it_is_kept_for():
+    # The highest id is kept with the vocab dict it came from: a replaced or grown vocab is
+    # measured again, and added tokens count.
+    tok = Tokenizer(BPE({"a": 0, "b": 1, "ab": 2}, [("a", "b")]))
+    assert tok.get_vocab_size() == 3
+    tok.model.vocab["c"] = 7
+    assert tok.get_vocab_size() == 8
+    tok.model.vocab = {"a": 0, "b": 4}
+    assert tok.get_vocab_size() == 5
+    tok.add_special_tokens(["<s>"])
+    assert tok.get_vocab_size() == 6
+    assert tok.get_vocab_size(with_added_tokens=False) == 5

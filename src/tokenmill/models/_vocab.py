@@ -21,3 +21,13 @@ class VocabLookups:
     @property
     def vocab_size(self) -> int:
         return len(self.vocab)
+
+    def max_id(self) -> int:
+        """The highest id of the vocabulary (-1 if empty). Kept with the dict it came from, and
+        taken again if ``vocab`` is replaced or grows: a max over 200k ids costs 2 ms, which
+        every ``encode_batch_np`` paid (ten times the encoding of a sentence)."""
+        memo = self.__dict__.get("_max_id_memo")
+        if memo is None or memo[0] is not self.vocab or memo[1] != len(self.vocab):
+            memo = (self.vocab, len(self.vocab), max(self.vocab.values(), default=-1))
+            self.__dict__["_max_id_memo"] = memo
+        return memo[2]
