@@ -46,7 +46,7 @@ def encode_np(tok: Tokenizer, texts: Sequence[str], *, padded: bool = False, pad
     if native is not None:
         try:
             ids, offsets = _core.encode_ids_flat(native[0], native[1], texts,
-                                                 num_threads or _threads(), narrow)
+                                                 num_threads or _threads(len(texts)), narrow)
         except (TypeError, UnicodeError):
             check_texts(texts)
             raise
@@ -80,7 +80,8 @@ def count_tokens(tok: Tokenizer, texts: Sequence[str], *,
     native = _native(tok)
     if native is not None:
         try:
-            return _core.count_tokens(native[0], native[1], texts, num_threads or _threads())
+            return _core.count_tokens(native[0], native[1], texts,
+                                      num_threads or _threads(len(texts)))
         except (TypeError, UnicodeError):
             check_texts(texts)
             raise

@@ -345,10 +345,10 @@ class Tokenizer:
             # end of the batch, where nothing overlaps it; measured slower on 1 and 2 threads.)
             if native is not None:
                 return _core.encode_ids_batch(native[0], native[1], texts,
-                                              num_threads or _threads())
+                                              num_threads or _threads(len(texts)))
             plan = cast(tuple, bert_plan)  # one of the two plans, checked above
-            return _core.bert_encode_batch(plan[0], plan[1], texts, num_threads or _threads(),
-                                           False)
+            return _core.bert_encode_batch(plan[0], plan[1], texts,
+                                           num_threads or _threads(len(texts)), False)
         except (TypeError, UnicodeError):
             check_texts(texts)
             raise
@@ -552,8 +552,12 @@ def _mix_seed(seed: int, k: int) -> int:
     return (seed ^ ((k + 1) * 0x9E3779B97F4A7C15)) & 0xFFFFFFFFFFFFFFFF
 
 
-def _threads() -> int:
-    """Threads the core uses: TOKENMILL_NUM_THREADS, else the cores this process may run on."""
+def _threads(texts: int = 2) -> int:
+    """Threads the core uses: TOKENMILL_NUM_THREADS, else the cores this process may run on;
+    1 for a batch of ``texts`` < 2 (one text is one thread's work, and asking the environment
+    and the scheduler cost more than counting a sentence's tokens)."""
+    if texts < 2:
+        return 1
     env = os.environ.get("TOKENMILL_NUM_THREADS", "")
     if env.isdigit() and int(env) > 0:
         return int(env)
