@@ -494,15 +494,8 @@ PieceCacheSet* shared_piece_cache() {
 #if defined(MADV_HUGEPAGE)
       madvise(table, kBytes, MADV_HUGEPAGE);  // a hint: the kernel may keep small pages
 #endif
-      // Every page written once now, by the first encode, rather than by the first piece that
-      // lands in it: a page is zeroed on its first write (a huge page is 2 MiB of zeroing), and
-      // spread over the first text's new pieces that was a fifth of the time of a first pass
-      // over English. Zeroed pages are empty entries (tag 0).
-      for (std::size_t at_byte = 0; at_byte < kBytes; at_byte += 4096) {
-        static_cast<volatile unsigned char*>(table)[at_byte] = 0;
-      }
-      // Default-initialised, so nothing more is written (C++17's std::atomic has a trivial
-      // default constructor).
+      // Zeroed pages are empty entries (tag 0). Default-initialised, so nothing is written
+      // (C++17's std::atomic has a trivial default constructor).
       return new (table) PieceCacheSet[kSets];
     }
 #endif
