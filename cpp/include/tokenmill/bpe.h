@@ -2,8 +2,8 @@
 // (lowest first; on equal rank the leftmost), as the model was trained. Never longest-match.
 #pragma once
 
-#include <cstddef>
 #include <atomic>
+#include <cstddef>
 #include <cstdint>
 #include <memory>
 #include <mutex>
