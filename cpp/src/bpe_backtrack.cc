@@ -174,7 +174,7 @@ std::shared_ptr<const BPEModel::Backtrack> BPEModel::build_backtrack() const {
   if (!unique) return nullptr;
   std::sort(order.begin() + static_cast<std::ptrdiff_t>(first_made), order.end(),
             [&](uint32_t a, uint32_t b) { return bt->tokens[a].made < bt->tokens[b].made; });
-  bool one_spelling = true;  // and none longer than the tables' 16-bit lengths
+  bool one_spelling = true;  // (and no token of 64 KiB or more)
   vocab_.for_each([&](std::string_view token, uint32_t id) {
     // not one the encoder gives
     if (id >= ids || (bt->tokens[id].made == 0 && !is_byte[id])) return;
