@@ -445,7 +445,7 @@ inline Block64 classify64(const unsigned char* p) {
 // the general path takes such a piece. English text is mostly these pieces, and taking them one
 // by one cost a mispredicted branch at nearly every piece's end.
 inline size_t word_run(const unsigned char* p, size_t i, bool split_case, size_t* ends,
-                          size_t max) {
+                       size_t max) {
   const Block64 b = classify64(p + i);
   const uint64_t space_word = b.space & (b.letter >> 1);  // a space with a letter after it
   if (((b.letter | space_word) & 1) == 0) return 0;

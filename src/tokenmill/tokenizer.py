@@ -552,11 +552,12 @@ def _mix_seed(seed: int, k: int) -> int:
     return (seed ^ ((k + 1) * 0x9E3779B97F4A7C15)) & 0xFFFFFFFFFFFFFFFF
 
 
-def _threads(texts: int = 2) -> int:
-    """Threads the core uses: TOKENMILL_NUM_THREADS, else the cores this process may run on;
-    1 for a batch of ``texts`` < 2 (one text is one thread's work, and asking the environment
-    and the scheduler cost more than counting a sentence's tokens)."""
-    if texts < 2:
+def _threads(texts: int | None = None) -> int:
+    """Threads the core uses for a batch of ``texts`` (None: a stream of batches):
+    TOKENMILL_NUM_THREADS, else the cores this process may run on; 1 for fewer than two texts
+    (texts are never split across threads, and asking the environment and the scheduler cost
+    more than counting a sentence's tokens)."""
+    if texts is not None and texts < 2:
         return 1
     env = os.environ.get("TOKENMILL_NUM_THREADS", "")
     if env.isdigit() and int(env) > 0:
