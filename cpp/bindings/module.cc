@@ -223,10 +223,40 @@ nb::object pretokenize(int pattern, nb::handle text) {
   return uint32_array(ends);
 }
 
+// A str as the core reads it: its own code units, converted to UTF-8 by the thread that encodes
+// it (an ASCII str's are UTF-8 already). TypeError for anything else.
+tokenmill::TextRef text_ref(PyObject* text) {
+  if (!PyUnicode_Check(text)) throw nb::type_error("text must be a str");
+#if PY_VERSION_HEX < 0x030C0000
+  if (PyUnicode_READY(text) != 0) throw nb::python_error();
+#endif
+  const auto length = static_cast<std::size_t>(PyUnicode_GET_LENGTH(text));
+  const unsigned width = PyUnicode_IS_ASCII(text) ? 0u : static_cast<unsigned>(PyUnicode_KIND(text));
+  return {PyUnicode_DATA(text), length, width};
+}
+
+// A batch of str: a tuple of them, which keeps each alive while the GIL is released (whatever
+// happens to the caller's list meanwhile), and the core's view of each.
+struct Texts {
+  nb::object held;
+  std::vector<tokenmill::TextRef> refs;
+};
+
+Texts texts_of(nb::handle texts) {
+  Texts out{nb::steal(PySequence_Tuple(texts.ptr())), {}};
+  if (!out.held.is_valid()) throw nb::python_error();
+  const Py_ssize_t n = PyTuple_GET_SIZE(out.held.ptr());
+  out.refs.reserve(static_cast<std::size_t>(n));
+  for (Py_ssize_t i = 0; i < n; ++i) out.refs.push_back(text_ref(PyTuple_GET_ITEM(out.held.ptr(), i)));
+  return out;
+}
+
 // Texts encoded on `threads` threads: one id list per text.
-nb::list encode_ids_batch(const BPEModel& model, int pattern,
-                          const std::vector<std::string_view>& texts, std::size_t threads) {
+nb::list encode_ids_batch(const BPEModel& model, int pattern, nb::handle text_list,
+                          std::size_t threads) {
   const tokenmill::SplitPattern p = split_pattern(pattern);
+  const Texts batch = texts_of(text_list);
+  const std::vector<tokenmill::TextRef>& texts = batch.refs;
   nb::object out = nb::steal(PyList_New(static_cast<Py_ssize_t>(texts.size())));
   if (!out.is_valid()) throw nb::python_error();
   if (std::min(threads, texts.size()) <= 1) {
@@ -271,10 +301,11 @@ nb::ndarray<nb::numpy, T, nb::ndim<1>> owned_array(std::vector<T>&& values) {
 
 // All the texts' ids in one numpy array of uint16 (narrow: every id of the vocabulary fits) or
 // uint32, and where each text's ids start (n + 1 int64 offsets): no Python object per token.
-nb::tuple encode_ids_flat(const BPEModel& model, int pattern,
-                          const std::vector<std::string_view>& texts, std::size_t threads,
-                          bool narrow) {
+nb::tuple encode_ids_flat(const BPEModel& model, int pattern, nb::handle text_list,
+                          std::size_t threads, bool narrow) {
   const tokenmill::SplitPattern p = split_pattern(pattern);
+  const Texts batch = texts_of(text_list);
+  const std::vector<tokenmill::TextRef>& texts = batch.refs;
   tokenmill::FlatIds flat;
   std::vector<uint16_t> small;
   {
@@ -296,10 +327,11 @@ nb::tuple encode_ids_flat(const BPEModel& model, int pattern,
 }
 
 // How many tokens each text has, without keeping the ids.
-std::vector<uint64_t> count_tokens(const BPEModel& model, int pattern,
-                                   const std::vector<std::string_view>& texts,
+std::vector<uint64_t> count_tokens(const BPEModel& model, int pattern, nb::handle text_list,
                                    std::size_t threads) {
   const tokenmill::SplitPattern p = split_pattern(pattern);
+  const Texts batch = texts_of(text_list);
+  const std::vector<tokenmill::TextRef>& texts = batch.refs;
   std::vector<uint64_t> counts(texts.size());
   {
     nb::gil_scoped_release release;
@@ -311,24 +343,26 @@ std::vector<uint64_t> count_tokens(const BPEModel& model, int pattern,
   return counts;
 }
 
-nb::object encode_ids(const BPEModel& model, int pattern, std::string_view text) {
+nb::object encode_ids(const BPEModel& model, int pattern, nb::handle text) {
   const tokenmill::SplitPattern p = split_pattern(pattern);
+  const tokenmill::TextRef ref = text_ref(text.ptr());
   tokenmill::Encoded e;
   {
     nb::gil_scoped_release release;
-    tokenmill::encode_text(model, p, text, false, e);
+    tokenmill::encode_text(model, p, tokenmill::utf8_of(ref), false, e);
   }
   return id_list(e.ids);
 }
 
 // ids, and the character offsets [start, end) of each token in text.
 std::tuple<std::vector<uint32_t>, std::vector<uint32_t>, std::vector<uint32_t>> encode_offsets(
-    const BPEModel& model, int pattern, std::string_view text) {
+    const BPEModel& model, int pattern, nb::handle text) {
   const tokenmill::SplitPattern p = split_pattern(pattern);
+  const tokenmill::TextRef ref = text_ref(text.ptr());
   tokenmill::Encoded e;
   {
     nb::gil_scoped_release release;
-    tokenmill::encode_text(model, p, text, true, e);
+    tokenmill::encode_text(model, p, tokenmill::utf8_of(ref), true, e);
   }
   return {std::move(e.ids), std::move(e.starts), std::move(e.ends)};
 }
@@ -453,6 +487,9 @@ NB_MODULE(_core, m) {
   nb::register_exception_translator([](const std::exception_ptr& p, void*) {
     try {
       std::rethrow_exception(p);
+    } catch (const tokenmill::SurrogateError& e) {
+      // As CPython's own encoding fails: callers catch UnicodeError and name the text.
+      PyErr_SetString(PyExc_UnicodeError, e.what());
     } catch (const tokenmill::Error& e) {
       nb::object cls = nb::module_::import_("tokenmill.errors").attr("InputError");
       PyErr_SetString(cls.ptr(), e.what());

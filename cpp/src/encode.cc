@@ -182,7 +182,7 @@ void for_blocks(std::size_t blocks, std::size_t n, const std::function<void(std:
 }  // namespace
 
 FlatIds encode_texts_flat(const BPEModel& model, SplitPattern pattern,
-                          const std::vector<std::string_view>& texts, std::size_t threads,
+                          const std::vector<TextRef>& texts, std::size_t threads,
                           bool keep_ids) {
   FlatIds flat;
   flat.offsets.assign(texts.size() + 1, 0);
@@ -197,7 +197,7 @@ FlatIds encode_texts_flat(const BPEModel& model, SplitPattern pattern,
     Encoded& part = parts[b];
     for (std::size_t t = b * block; t < std::min(texts.size(), (b + 1) * block); ++t) {
       const std::size_t before = part.ids.size();
-      append_text(model, pattern, texts[t], part);
+      append_text(model, pattern, utf8_of(texts[t]), part);
       flat.offsets[t + 1] = part.ids.size() - before;  // a count until the sums below
       if (!keep_ids) part.ids.clear();
     }
@@ -288,13 +288,13 @@ void encode_text(const BPEModel& model, SplitPattern pattern, std::string_view t
 }
 
 std::vector<Encoded> encode_texts(const BPEModel& model, SplitPattern pattern,
-                                  const std::vector<std::string_view>& texts, bool with_offsets,
+                                  const std::vector<TextRef>& texts, bool with_offsets,
                                   std::size_t threads, const ReadyFn& ready) {
   std::vector<Encoded> out(texts.size());
   const std::size_t n = std::max<std::size_t>(1, std::min(threads, texts.size()));
   if (n == 1) {
     for (std::size_t t = 0; t < texts.size(); ++t) {
-      encode_text(model, pattern, texts[t], with_offsets, out[t]);
+      encode_text(model, pattern, utf8_of(texts[t]), with_offsets, out[t]);
     }
     if (ready && !texts.empty()) ready(0, texts.size(), out);
     return out;
@@ -322,7 +322,7 @@ std::vector<Encoded> encode_texts(const BPEModel& model, SplitPattern pattern,
         local.ids.clear();
         local.starts.clear();
         local.ends.clear();
-        encode_text(model, pattern, texts[t], with_offsets, local);
+        encode_text(model, pattern, utf8_of(texts[t]), with_offsets, local);
         out[t].ids.assign(local.ids.begin(), local.ids.end());
         if (with_offsets) {
           out[t].starts.assign(local.starts.begin(), local.starts.end());

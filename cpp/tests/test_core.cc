@@ -12,6 +12,7 @@
 #include "tokenmill/bpe_trainer.h"
 #include "tokenmill/error.h"
 #include "tokenmill/pretokenize.h"
+#include "tokenmill/text.h"
 #include "tokenmill/utf8.h"
 
 namespace {
@@ -105,9 +106,42 @@ void test_scanners_on_broken_utf8() {
 
 }  // namespace
 
+// Code units of each width -> UTF-8, exactly: ASCII blocks of 16 and the characters between
+// them, a text ending inside a block, and a lone surrogate refused with its position.
+void test_code_units_to_utf8() {
+  std::string buffer;
+  std::string ascii = "0123456789abcdef0123456789abcdefXYZ";  // two blocks and a tail
+  std::vector<uint8_t> latin(ascii.begin(), ascii.end());
+  latin[20] = 0xE9;  // é inside the second block
+  std::string expected = ascii.substr(0, 20) + "\xC3\xA9" + ascii.substr(21);
+  check(tokenmill::utf8_view({latin.data(), latin.size(), 1}, buffer) == expected, "Latin-1");
+  std::vector<uint16_t> ucs2(ascii.begin(), ascii.end());
+  ucs2[3] = 0x4E2D;   // 中
+  ucs2[33] = 0x07FF;  // the last two-byte character, in the tail
+  expected = ascii.substr(0, 3) + "\xE4\xB8\xAD" + ascii.substr(4, 29) + "\xDF\xBF" +
+             ascii.substr(34);
+  check(tokenmill::utf8_view({ucs2.data(), ucs2.size(), 2}, buffer) == expected, "UCS-2");
+  std::vector<uint32_t> ucs4(ascii.begin(), ascii.end());
+  ucs4[16] = 0x1F600;  // 😀, first of the second block
+  ucs4[34] = 0x80;
+  expected = ascii.substr(0, 16) + "\xF0\x9F\x98\x80" + ascii.substr(17, 17) + "\xC2\x80";
+  check(tokenmill::utf8_view({ucs4.data(), ucs4.size(), 4}, buffer) == expected, "UCS-4");
+  check(tokenmill::utf8_view({ascii.data(), ascii.size(), 0}, buffer).data() == ascii.data(),
+        "UTF-8 is read in place");
+  ucs2[30] = 0xDC00;
+  bool refused = false;
+  try {
+    tokenmill::utf8_view({ucs2.data(), ucs2.size(), 2}, buffer);
+  } catch (const tokenmill::SurrogateError& e) {
+    refused = std::string(e.what()).find("character 30") != std::string::npos;
+  }
+  check(refused, "a lone surrogate is refused at its position");
+}
+
 int main() {
   test_scanners_on_broken_utf8();
   test_utf8_never_reads_past_the_end();
+  test_code_units_to_utf8();
   test_encode_hostile_words();
   test_trainer_large_counts_and_errors();
   if (failures == 0) std::printf("core tests: all passed\n");

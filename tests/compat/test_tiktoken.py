@@ -13,6 +13,8 @@ import string
 import pytest
 import tiktoken
 import tiktoken.load
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 import tokenmill
 from tokenmill import InputError
@@ -123,6 +125,47 @@ def test_pieces_the_piece_cache_cannot_hold(shared_data, encodings, pairs, monke
         assert [tok.encode_ordinary(t) for t in texts] == expected
         assert tok.encode_ordinary_batch(texts, num_threads=2) == expected
         assert [tok.encode(t, disallowed_special=()).ids for t in texts[:50]] == expected[:50]
+
+
+# CPython keeps a str as 1, 2 or 4 bytes a character, as its widest character needs (an ASCII
+# str's bytes are UTF-8 already); the core turns the others into UTF-8 itself, 16 characters at
+# a time while they are ASCII (cpp/src/text.cc). Texts of each width: ASCII runs of any length
+# (so blocks start and end everywhere) around characters of that width.
+WIDE = {
+    "latin1": st.characters(min_codepoint=0x80, max_codepoint=0xFF),
+    "ucs2": st.characters(min_codepoint=0x80, max_codepoint=0xFFFF, exclude_categories=("Cs",)),
+    "ucs4": st.characters(min_codepoint=0x80, exclude_categories=("Cs",)),
+}
+ASCII_RUN = st.text(alphabet=st.characters(max_codepoint=0x7F), max_size=40)
+
+
+@pytest.mark.parametrize("width", sorted(WIDE))
+def test_every_width_of_str_as_tiktoken_encodes_its_utf8(pairs, width):
+    tok, ref = pairs["o200k_base"]
+    texts_of_width = st.lists(st.tuples(ASCII_RUN, st.text(WIDE[width], max_size=3)),
+                              max_size=8).map(lambda runs: "".join(a + b for a, b in runs))
+
+    @settings(max_examples=200, deadline=None)
+    @given(st.lists(texts_of_width, min_size=1, max_size=6))
+    def check(texts):
+        expected = [ref.encode_ordinary(t) for t in texts]
+        assert [tok.encode_ordinary(t) for t in texts] == expected
+        assert tok.encode_ordinary_batch(texts, num_threads=2) == expected
+        assert tok.count_tokens(texts) == [len(x) for x in expected]
+        flat = tok.encode_batch_np(texts)
+        assert flat["ids"].tolist() == [i for x in expected for i in x]
+        for t, ids in zip(texts, expected):
+            # Offsets count characters of the str: each token's bytes, found through the
+            # characters that hold its first and last byte.
+            char_of = [c for c, ch in enumerate(t) for _ in ch.encode("utf-8")]
+            at, spans = 0, []
+            for i in ids:
+                n = len(ref.decode_single_token_bytes(i))
+                spans.append((char_of[at], char_of[at + n - 1] + 1))
+                at += n
+            assert tok.encode(t, disallowed_special=()).offsets == spans
+
+    check()
 
 
 def test_clauses_of_cjk_through_two_models_in_turn(pairs):

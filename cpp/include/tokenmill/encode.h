@@ -11,6 +11,7 @@
 
 #include "tokenmill/bpe.h"
 #include "tokenmill/pretokenize.h"
+#include "tokenmill/text.h"
 
 namespace tokenmill {
 
@@ -30,10 +31,11 @@ void encode_text(const BPEModel& model, SplitPattern pattern, std::string_view t
 // (not in input order), while the other texts are still being encoded.
 using ReadyFn = std::function<void(std::size_t, std::size_t, std::vector<Encoded>&)>;
 
-// The texts split across up to `threads` threads; results in input order. An exception from a
+// The texts split across up to `threads` threads, each text converted to UTF-8 by the thread
+// that encodes it; results in input order. An exception from a
 // worker or from `ready` ends the call (after every worker has stopped).
 std::vector<Encoded> encode_texts(const BPEModel& model, SplitPattern pattern,
-                                  const std::vector<std::string_view>& texts, bool with_offsets,
+                                  const std::vector<TextRef>& texts, bool with_offsets,
                                   std::size_t threads, const ReadyFn& ready = {});
 
 // Every text's ids end to end: text t's are ids[offsets[t], offsets[t + 1]). With keep_ids
@@ -45,7 +47,7 @@ struct FlatIds {
 
 // As encode_texts, into one buffer: no vector per text, and on one thread no copy at all.
 FlatIds encode_texts_flat(const BPEModel& model, SplitPattern pattern,
-                          const std::vector<std::string_view>& texts, std::size_t threads,
+                          const std::vector<TextRef>& texts, std::size_t threads,
                           bool keep_ids);
 
 }  // namespace tokenmill
