@@ -128,6 +128,12 @@ void test_code_units_to_utf8() {
   check(tokenmill::utf8_view({ucs4.data(), ucs4.size(), 4}, buffer) == expected, "UCS-4");
   check(tokenmill::utf8_view({ascii.data(), ascii.size(), 0}, buffer).data() == ascii.data(),
         "UTF-8 is read in place");
+  // One ASCII unit, then characters that are not, to the last unit: nothing read past it.
+  std::vector<uint16_t> cjk(16, 0x4E2D);
+  cjk[0] = 'a';
+  std::string chinese = "a";
+  for (int k = 0; k < 15; ++k) chinese += "\xE4\xB8\xAD";
+  check(tokenmill::utf8_view({cjk.data(), cjk.size(), 2}, buffer) == chinese, "a last block");
   ucs2[30] = 0xDC00;
   bool refused = false;
   try {
