@@ -1,8 +1,9 @@
 #include "tokenmill/text.h"
 
 #include <algorithm>
+#include <cstring>
 
-#if defined(__SSE2__)
+#if defined(__SSE2__) && (defined(__GNUC__) || defined(__clang__))
 #include <emmintrin.h>
 #define TOKENMILL_TEXT_SSE2 1
 #endif
@@ -11,53 +12,68 @@ namespace tokenmill {
 
 namespace {
 
-// Code units converted a block at a time while they are ASCII; a block holding anything else
-// goes character by character.
+// Code units are converted a block at a time.
 constexpr std::size_t kBlock = 16;
+// The output buffer's room past the most the text's UTF-8 can take: a block's bytes are stored
+// 16 at a time from wherever the output has got to.
+constexpr std::size_t kSlack = 2 * kBlock;
 
-// If in[0, 16) are all ASCII, writes them to out as bytes and returns true.
+// Writes the low bytes of in[0, 16) to bytes[0, 16) (those of units that are not ASCII are
+// garbage) and returns a mask of the units that are not ASCII (bit k: in[k]).
 template <typename Unit>
-bool ascii_block(const Unit* in, char* out) {
+unsigned block_bytes(const Unit* in, char* bytes) {
 #ifdef TOKENMILL_TEXT_SSE2
   static_assert(kBlock * sizeof(Unit) % 16 == 0, "whole vectors");
   constexpr std::size_t kVectors = kBlock * sizeof(Unit) / 16;
   __m128i v[kVectors];
-  __m128i any = _mm_setzero_si128();
   for (std::size_t k = 0; k < kVectors; ++k) {
     v[k] = _mm_loadu_si128(reinterpret_cast<const __m128i*>(in) + k);
-    any = _mm_or_si128(any, v[k]);
   }
-  // Every byte of every unit below 0x80: no byte has its top bit, and (wider units) every
-  // byte but the lowest is zero.
-  __m128i high;
+  const __m128i zero = _mm_setzero_si128();
+  __m128i packed;
+  __m128i ascii;  // 0xFF in byte k if in[k] is below 0x80
   if constexpr (sizeof(Unit) == 1) {
-    high = any;
+    packed = v[0];
+    ascii = _mm_cmpgt_epi8(v[0], _mm_set1_epi8(-1));  // signed: the top bit clear
   } else if constexpr (sizeof(Unit) == 2) {
-    high = _mm_and_si128(any, _mm_set1_epi16(static_cast<short>(0xFF80)));
+    const __m128i high = _mm_set1_epi16(static_cast<short>(0xFF80));
+    packed = _mm_packus_epi16(v[0], v[1]);
+    ascii = _mm_packs_epi16(_mm_cmpeq_epi16(_mm_and_si128(v[0], high), zero),
+                            _mm_cmpeq_epi16(_mm_and_si128(v[1], high), zero));
   } else {
-    high = _mm_and_si128(any, _mm_set1_epi32(static_cast<int>(0xFFFFFF80u)));
+    const __m128i high = _mm_set1_epi32(static_cast<int>(0xFFFFFF80u));
+    __m128i is[4];
+    for (std::size_t k = 0; k < 4; ++k) is[k] = _mm_cmpeq_epi32(_mm_and_si128(v[k], high), zero);
+    // Units below 0x80 pass both saturating packs unchanged.
+    packed = _mm_packus_epi16(_mm_packs_epi32(v[0], v[1]), _mm_packs_epi32(v[2], v[3]));
+    ascii = _mm_packs_epi16(_mm_packs_epi32(is[0], is[1]), _mm_packs_epi32(is[2], is[3]));
   }
-  if constexpr (sizeof(Unit) == 1) {
-    if (_mm_movemask_epi8(high) != 0) return false;
-    _mm_storeu_si128(reinterpret_cast<__m128i*>(out), v[0]);
-  } else {
-    if (_mm_movemask_epi8(_mm_cmpeq_epi8(high, _mm_setzero_si128())) != 0xFFFF) return false;
-    if constexpr (sizeof(Unit) == 2) {
-      _mm_storeu_si128(reinterpret_cast<__m128i*>(out), _mm_packus_epi16(v[0], v[1]));
-    } else {  // units below 0x80 survive both saturating packs unchanged
-      const __m128i lo = _mm_packs_epi32(v[0], v[1]);
-      const __m128i hi = _mm_packs_epi32(v[2], v[3]);
-      _mm_storeu_si128(reinterpret_cast<__m128i*>(out), _mm_packus_epi16(lo, hi));
-    }
-  }
-  return true;
+  _mm_storeu_si128(reinterpret_cast<__m128i*>(bytes), packed);
+  return ~static_cast<unsigned>(_mm_movemask_epi8(ascii)) & 0xFFFFu;
 #else
-  Unit any = 0;
-  for (std::size_t k = 0; k < kBlock; ++k) any |= in[k];
-  if (any >= 0x80) return false;
-  for (std::size_t k = 0; k < kBlock; ++k) out[k] = static_cast<char>(in[k]);
-  return true;
+  unsigned other = 0;
+  for (std::size_t k = 0; k < kBlock; ++k) {
+    bytes[k] = static_cast<char>(in[k]);
+    if (in[k] >= 0x80) other |= 1u << k;
+  }
+  return other;
 #endif
+}
+
+// The lowest set bit of x (not 0).
+inline unsigned lowest_bit(unsigned x) {
+#if defined(__GNUC__) || defined(__clang__)
+  return static_cast<unsigned>(__builtin_ctz(x));
+#else
+  unsigned k = 0;
+  for (; (x & 1) == 0; x >>= 1) ++k;
+  return k;
+#endif
+}
+// Whether x has more than four bits set.
+inline bool over_four_bits(unsigned x) {
+  for (int k = 0; k < 4; ++k) x &= x - 1;  // clears the lowest set bit (none left: stays 0)
+  return x != 0;
 }
 
 // One code point's UTF-8 at out; returns the end. Throws at a surrogate (position `at`).
@@ -81,20 +97,37 @@ inline char* put_utf8(uint32_t c, std::size_t at, char* out) {
   return out;
 }
 
-// in[0, n) as UTF-8 at out (room for 4 bytes a unit, at most); returns the bytes written.
+// in[0, n) as UTF-8 at out, which has room for the most that can take plus kSlack; returns the
+// bytes written. A block of ASCII is its 16 bytes; in a block with a few other characters the
+// ASCII between them is copied 16 bytes at a time (the next copy writes over the excess), and
+// a block of mostly other characters (another script) goes character by character.
 template <typename Unit>
 std::size_t to_utf8(const Unit* in, std::size_t n, char* out) {
   char* const begin = out;
   std::size_t i = 0;
-  while (i < n) {
-    if (n - i >= kBlock && ascii_block(in + i, out)) {
-      i += kBlock;
+  for (; n - i >= kBlock; i += kBlock) {
+    char bytes[kBlock * 2] = {};
+    unsigned other = block_bytes(in + i, bytes);
+    std::memcpy(out, bytes, kBlock);
+    if (other == 0) {
       out += kBlock;
       continue;
     }
-    const std::size_t end = std::min(n, i + kBlock);
-    for (; i < end; ++i) out = put_utf8(in[i], i, out);
+    if (over_four_bits(other)) {
+      for (std::size_t k = 0; k < kBlock; ++k) out = put_utf8(in[i + k], i + k, out);
+      continue;
+    }
+    std::size_t at = 0;  // units of the block written
+    for (; other != 0; other &= other - 1) {
+      const std::size_t k = lowest_bit(other);
+      std::memcpy(out, bytes + at, kBlock);  // the ASCII before unit k (and some excess)
+      out = put_utf8(in[i + k], i + k, out + (k - at));
+      at = k + 1;
+    }
+    std::memcpy(out, bytes + at, kBlock);
+    out += kBlock - at;
   }
+  for (; i < n; ++i) out = put_utf8(in[i], i, out);
   return static_cast<std::size_t>(out - begin);
 }
 
@@ -103,7 +136,8 @@ std::size_t to_utf8(const Unit* in, std::size_t n, char* out) {
 std::string_view utf8_view(const TextRef& text, std::string& buffer) {
   if (text.width == 0) return {static_cast<const char*>(text.data), text.length};
   // Latin-1 takes at most 2 bytes a character, UCS-2 3, UCS-4 4.
-  const std::size_t need = text.length * (text.width == 1 ? 2 : text.width == 2 ? 3 : 4);
+  const std::size_t need =
+      text.length * (text.width == 1 ? 2 : text.width == 2 ? 3 : 4) + kSlack;
   if (buffer.size() < need) buffer.resize(need);
   char* out = buffer.data();
   std::size_t size = 0;
