@@ -277,16 +277,15 @@ nb::list encode_ids_batch(const BPEModel& model, int pattern, nb::handle text_li
     // Each finished block becomes lists with the GIL taken back for it, while the workers
     // encode the rest: building the lists overlaps the encoding instead of following it.
     nb::gil_scoped_release release;
-    tokenmill::encode_texts(model, p, texts, false, threads,
-                            [&](std::size_t first, std::size_t last,
-                                std::vector<tokenmill::Encoded>& results) {
-                              nb::gil_scoped_acquire acquire;
-                              for (std::size_t t = first; t < last; ++t) {
-                                PyList_SET_ITEM(out.ptr(), static_cast<Py_ssize_t>(t),
-                                                id_list(results[t].ids).release().ptr());
-                                std::vector<uint32_t>().swap(results[t].ids);
-                              }
-                            });
+    tokenmill::encode_text_blocks(model, p, texts, threads, [&](const tokenmill::BlockIds& b) {
+      nb::gil_scoped_acquire acquire;
+      for (std::size_t k = 0; k + 1 < b.offsets.size(); ++k) {
+        PyList_SET_ITEM(out.ptr(), static_cast<Py_ssize_t>(b.first + k),
+                        id_list(b.ids.data() + b.offsets[k], b.offsets[k + 1] - b.offsets[k])
+                            .release()
+                            .ptr());
+      }
+    });
   }
   return nb::borrow<nb::list>(out);
 }

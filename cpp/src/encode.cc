@@ -287,25 +287,19 @@ void encode_text(const BPEModel& model, SplitPattern pattern, std::string_view t
   if (with_offsets) to_characters(text, out.starts, out.ends);
 }
 
-std::vector<Encoded> encode_texts(const BPEModel& model, SplitPattern pattern,
-                                  const std::vector<TextRef>& texts, bool with_offsets,
-                                  std::size_t threads, const ReadyFn& ready) {
-  std::vector<Encoded> out(texts.size());
+void encode_text_blocks(const BPEModel& model, SplitPattern pattern,
+                        const std::vector<TextRef>& texts, std::size_t threads,
+                        const BlockReadyFn& ready) {
   const std::size_t n = std::max<std::size_t>(1, std::min(threads, texts.size()));
-  if (n == 1) {
-    for (std::size_t t = 0; t < texts.size(); ++t) {
-      encode_text(model, pattern, utf8_of(texts[t]), with_offsets, out[t]);
-    }
-    if (ready && !texts.empty()) ready(0, texts.size(), out);
-    return out;
-  }
   // Workers take blocks of consecutive texts from a shared counter, so a long document does
-  // not idle the others; each text is encoded into the worker's own buffers and copied into
-  // its slot once (workers pushing into neighbouring slots would share cache lines all along).
-  // Meanwhile this thread hands each finished block to `ready`.
+  // not idle the others, and encode each block into one buffer of its own (a vector a text,
+  // allocated by a worker and freed by this thread, cost an allocation and a copy a text and
+  // sent the frees to the worker's allocator lock). Meanwhile this thread hands each finished
+  // block to `ready`.
   const std::size_t block =
       std::max<std::size_t>(1, std::min<std::size_t>(64, texts.size() / (8 * n)));
   const std::size_t blocks = (texts.size() + block - 1) / block;
+  std::vector<BlockIds> parts(blocks);
   std::vector<std::size_t> finished_blocks;  // in the order they finished; guarded by mutex
   finished_blocks.reserve(blocks);
   std::size_t handed = 0;  // finished_blocks[0, handed) went to `ready`
@@ -314,21 +308,20 @@ std::vector<Encoded> encode_texts(const BPEModel& model, SplitPattern pattern,
   std::atomic<std::size_t> next{0};
   std::exception_ptr failure;
   // Takes the next block and encodes it; false when none is left.
-  auto encode_block = [&](Encoded& local) {
+  auto encode_block = [&] {
     const std::size_t b = next.fetch_add(1);
     if (b >= blocks) return false;
+    BlockIds& part = parts[b];
     try {
-      for (std::size_t t = b * block; t < std::min(texts.size(), (b + 1) * block); ++t) {
-        local.ids.clear();
-        local.starts.clear();
-        local.ends.clear();
-        encode_text(model, pattern, utf8_of(texts[t]), with_offsets, local);
-        out[t].ids.assign(local.ids.begin(), local.ids.end());
-        if (with_offsets) {
-          out[t].starts.assign(local.starts.begin(), local.starts.end());
-          out[t].ends.assign(local.ends.begin(), local.ends.end());
-        }
+      part.first = b * block;
+      const std::size_t last = std::min(texts.size(), part.first + block);
+      part.offsets.assign(1, 0);
+      Encoded buffer;
+      for (std::size_t t = part.first; t < last; ++t) {
+        append_text(model, pattern, utf8_of(texts[t]), buffer);
+        part.offsets.push_back(buffer.ids.size());
       }
+      part.ids = std::move(buffer.ids);
     } catch (...) {
       std::lock_guard<std::mutex> lock(mutex);
       if (!failure) failure = std::current_exception();
@@ -341,17 +334,15 @@ std::vector<Encoded> encode_texts(const BPEModel& model, SplitPattern pattern,
     return true;
   };
   auto work = [&] {
-    Encoded local;
-    while (encode_block(local)) {
+    while (encode_block()) {
     }
   };
   // n - 1 workers run on the pool (or, when another batch has it, on threads of their own);
   // this thread is the n-th: it hands each finished block to `ready` as soon as it can, and
-  // encodes a block itself when none is waiting (a thread of its own for the lists, beside n
+  // encodes a block itself when none is waiting (a thread of its own for `ready`, beside n
   // encoders, left the cores oversubscribed and then idle; handing blocks over in input order
-  // left a tail of lists to build after the encoding was done).
+  // left a tail of them to hand over after the encoding was done).
   with_workers(std::min(n, blocks) - 1, work, [&] {
-    Encoded local;
     for (std::size_t delivered = 0; delivered < blocks;) {
       std::size_t b = blocks;  // none waiting
       {
@@ -360,16 +351,17 @@ std::vector<Encoded> encode_texts(const BPEModel& model, SplitPattern pattern,
         if (handed < finished_blocks.size()) b = finished_blocks[handed++];
       }
       if (b < blocks) {
-        if (ready) ready(b * block, std::min(texts.size(), (b + 1) * block), out);
+        ready(parts[b]);
+        std::vector<uint32_t>().swap(parts[b].ids);
+        std::vector<uint64_t>().swap(parts[b].offsets);
         ++delivered;
-      } else if (!encode_block(local)) {  // nothing left to take: wait for the others
+      } else if (!encode_block()) {  // nothing left to take: wait for the others
         std::unique_lock<std::mutex> lock(mutex);
         finished.wait(lock, [&] { return handed < finished_blocks.size() || failure; });
       }
     }
   });
   if (failure) std::rethrow_exception(failure);
-  return out;
 }
 
 }  // namespace tokenmill

@@ -26,17 +26,24 @@ struct Encoded {
 void encode_text(const BPEModel& model, SplitPattern pattern, std::string_view text,
                  bool with_offsets, Encoded& out);
 
-// ready(first, last, results): texts [first, last) are encoded and results[first, last) may be
-// used (and emptied); called on the calling thread for each block of texts as it is finished
-// (not in input order), while the other texts are still being encoded.
-using ReadyFn = std::function<void(std::size_t, std::size_t, std::vector<Encoded>&)>;
+// A block of consecutive texts' ids end to end: text first + k's are
+// ids[offsets[k], offsets[k + 1]).
+struct BlockIds {
+  std::size_t first = 0;
+  std::vector<uint32_t> ids;
+  std::vector<uint64_t> offsets;
+};
 
-// The texts split across up to `threads` threads, each text converted to UTF-8 by the thread
-// that encodes it; results in input order. An exception from a
+// ready(block): called on the calling thread for each block of texts as it is finished (not in
+// input order), while the other blocks are still being encoded.
+using BlockReadyFn = std::function<void(const BlockIds&)>;
+
+// The texts split across up to `threads` threads in blocks, each text converted to UTF-8 by the
+// thread that encodes it; every block is handed to `ready`, then freed. An exception from a
 // worker or from `ready` ends the call (after every worker has stopped).
-std::vector<Encoded> encode_texts(const BPEModel& model, SplitPattern pattern,
-                                  const std::vector<TextRef>& texts, bool with_offsets,
-                                  std::size_t threads, const ReadyFn& ready = {});
+void encode_text_blocks(const BPEModel& model, SplitPattern pattern,
+                        const std::vector<TextRef>& texts, std::size_t threads,
+                        const BlockReadyFn& ready);
 
 // Every text's ids end to end: text t's are ids[offsets[t], offsets[t + 1]). With keep_ids
 // false, ids stays empty and offsets still count each text's tokens.
