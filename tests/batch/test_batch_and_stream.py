@@ -98,12 +98,19 @@ def test_empty_batch(cl100k):
     assert cl100k.count_tokens([]) == []
 
 
-@pytest.mark.parametrize("call", ["encode_batch_np", "count_tokens"])
-def test_a_bad_text_is_named(cl100k, call):
+@pytest.mark.parametrize("call", ["encode_batch_np", "count_tokens", "encode_ordinary_batch"])
+@pytest.mark.parametrize("threads", [1, 2])
+def test_a_bad_text_is_named(cl100k, call, threads):
+    # On two threads the bad text is met by whichever thread takes its block (the core turns
+    # each str into UTF-8 itself, in the thread that encodes it); the Python side names it.
+    texts = ["fine", "also fine", "bad \ud800 text"] + ["more"] * 200
     with pytest.raises(tokenmill.InputError, match=r"texts\[2\] holds a lone surrogate U\+D800"):
-        getattr(cl100k, call)(["fine", "also fine", "bad \ud800 text"])
+        getattr(cl100k, call)(texts, num_threads=threads)
     with pytest.raises(tokenmill.InputError, match=r"texts\[1\]: expected a string, got int"):
-        getattr(cl100k, call)(["fine", 7])
+        getattr(cl100k, call)(["fine", 7], num_threads=threads)
+    # and the threads are free for the next batch
+    assert cl100k.encode_ordinary_batch(["fine"] * 300, num_threads=threads) == \
+        [cl100k.encode_ordinary("fine")] * 300
 
 
 def released(tok: Tokenizer, ids: list[int]) -> list[str]:
