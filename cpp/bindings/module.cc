@@ -349,6 +349,7 @@ nb::object encode_ids(const BPEModel& model, int pattern, nb::handle text) {
   {
     nb::gil_scoped_release release;
     tokenmill::encode_text(model, p, tokenmill::utf8_of(ref), false, e);
+    tokenmill::release_utf8_scratch();
   }
   return id_list(e.ids);
 }
@@ -362,6 +363,7 @@ std::tuple<std::vector<uint32_t>, std::vector<uint32_t>, std::vector<uint32_t>> 
   {
     nb::gil_scoped_release release;
     tokenmill::encode_text(model, p, tokenmill::utf8_of(ref), true, e);
+    tokenmill::release_utf8_scratch();
   }
   return {std::move(e.ids), std::move(e.starts), std::move(e.ends)};
 }

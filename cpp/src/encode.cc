@@ -202,6 +202,7 @@ FlatIds encode_texts_flat(const BPEModel& model, SplitPattern pattern,
       if (!keep_ids) part.ids.clear();
     }
     if (!keep_ids && part.ids.capacity() > kScratchKept) std::vector<uint32_t>().swap(part.ids);
+    release_utf8_scratch();
   });
   for (std::size_t t = 0; t < texts.size(); ++t) flat.offsets[t + 1] += flat.offsets[t];
   if (!keep_ids) return flat;
@@ -290,6 +291,7 @@ void encode_text(const BPEModel& model, SplitPattern pattern, std::string_view t
 void encode_text_blocks(const BPEModel& model, SplitPattern pattern,
                         const std::vector<TextRef>& texts, std::size_t threads,
                         const BlockReadyFn& ready) {
+  if (texts.empty()) return;
   const std::size_t n = std::max<std::size_t>(1, std::min(threads, texts.size()));
   // Workers take blocks of consecutive texts from a shared counter, so a long document does
   // not idle the others, and encode each block into one buffer of its own (a vector a text,
@@ -307,6 +309,13 @@ void encode_text_blocks(const BPEModel& model, SplitPattern pattern,
   std::condition_variable finished;
   std::atomic<std::size_t> next{0};
   std::exception_ptr failure;
+  // The first failure is kept and no block is started after it (the workers stop at their
+  // next block instead of encoding the rest of the batch for nothing).
+  auto fail = [&](std::exception_ptr e) {
+    std::lock_guard<std::mutex> lock(mutex);
+    if (!failure) failure = std::move(e);
+    next.store(blocks);
+  };
   // Takes the next block and encodes it; false when none is left.
   auto encode_block = [&] {
     const std::size_t b = next.fetch_add(1);
@@ -323,9 +332,9 @@ void encode_text_blocks(const BPEModel& model, SplitPattern pattern,
       }
       part.ids = std::move(buffer.ids);
     } catch (...) {
-      std::lock_guard<std::mutex> lock(mutex);
-      if (!failure) failure = std::current_exception();
+      fail(std::current_exception());
     }
+    release_utf8_scratch();
     {
       std::lock_guard<std::mutex> lock(mutex);
       finished_blocks.push_back(b);
@@ -351,7 +360,12 @@ void encode_text_blocks(const BPEModel& model, SplitPattern pattern,
         if (handed < finished_blocks.size()) b = finished_blocks[handed++];
       }
       if (b < blocks) {
-        ready(parts[b]);
+        try {
+          ready(parts[b]);
+        } catch (...) {
+          fail(std::current_exception());
+          return;
+        }
         std::vector<uint32_t>().swap(parts[b].ids);
         std::vector<uint64_t>().swap(parts[b].offsets);
         ++delivered;

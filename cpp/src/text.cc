@@ -157,12 +157,16 @@ std::string_view utf8_view(const TextRef& text, std::string& buffer) {
   return {buffer.data(), size};
 }
 
-std::string_view utf8_of(const TextRef& text) {
-  thread_local std::string buffer;
-  // A long text's room is given back at the next text that needs a fraction of it.
-  constexpr std::size_t kKept = std::size_t{1} << 18;
-  if (buffer.size() > kKept && text.length * 4 <= kKept) std::string().swap(buffer);
-  return utf8_view(text, buffer);
+namespace {
+// Room kept by each thread between texts.
+constexpr std::size_t kScratchKeptBytes = std::size_t{1} << 18;
+thread_local std::string scratch;
+}  // namespace
+
+std::string_view utf8_of(const TextRef& text) { return utf8_view(text, scratch); }
+
+void release_utf8_scratch() {
+  if (scratch.size() > kScratchKeptBytes) std::string().swap(scratch);
 }
 
 }  // namespace tokenmill

@@ -104,45 +104,68 @@ void test_scanners_on_broken_utf8() {
   }
 }
 
-}  // namespace
-
 // Code units of each width -> UTF-8, exactly: ASCII blocks of 16 and the characters between
 // them, a text ending inside a block, and a lone surrogate refused with its position.
 void test_code_units_to_utf8() {
-  std::string buffer;
+  // A fresh buffer for each case, so the sanitizers see any write past what a case needs.
+  auto convert = [](const tokenmill::TextRef& text) {
+    std::string buffer;
+    return std::string(tokenmill::utf8_view(text, buffer));
+  };
   std::string ascii = "0123456789abcdef0123456789abcdefXYZ";  // two blocks and a tail
   std::vector<uint8_t> latin(ascii.begin(), ascii.end());
   latin[20] = 0xE9;  // é inside the second block
   std::string expected = ascii.substr(0, 20) + "\xC3\xA9" + ascii.substr(21);
-  check(tokenmill::utf8_view({latin.data(), latin.size(), 1}, buffer) == expected, "Latin-1");
+  check(convert({latin.data(), latin.size(), 1}) == expected, "Latin-1");
   std::vector<uint16_t> ucs2(ascii.begin(), ascii.end());
   ucs2[3] = 0x4E2D;   // 中
   ucs2[33] = 0x07FF;  // the last two-byte character, in the tail
   expected = ascii.substr(0, 3) + "\xE4\xB8\xAD" + ascii.substr(4, 29) + "\xDF\xBF" +
              ascii.substr(34);
-  check(tokenmill::utf8_view({ucs2.data(), ucs2.size(), 2}, buffer) == expected, "UCS-2");
+  check(convert({ucs2.data(), ucs2.size(), 2}) == expected, "UCS-2");
   std::vector<uint32_t> ucs4(ascii.begin(), ascii.end());
   ucs4[16] = 0x1F600;  // 😀, first of the second block
   ucs4[34] = 0x80;
   expected = ascii.substr(0, 16) + "\xF0\x9F\x98\x80" + ascii.substr(17, 17) + "\xC2\x80";
-  check(tokenmill::utf8_view({ucs4.data(), ucs4.size(), 4}, buffer) == expected, "UCS-4");
-  check(tokenmill::utf8_view({ascii.data(), ascii.size(), 0}, buffer).data() == ascii.data(),
+  check(convert({ucs4.data(), ucs4.size(), 4}) == expected, "UCS-4");
+  std::string kept;
+  check(tokenmill::utf8_view({ascii.data(), ascii.size(), 0}, kept).data() == ascii.data(),
         "UTF-8 is read in place");
-  // One ASCII unit, then characters that are not, to the last unit: nothing read past it.
-  std::vector<uint16_t> cjk(16, 0x4E2D);
-  cjk[0] = 'a';
-  std::string chinese = "a";
-  for (int k = 0; k < 15; ++k) chinese += "\xE4\xB8\xAD";
-  check(tokenmill::utf8_view({cjk.data(), cjk.size(), 2}, buffer) == chinese, "a last block");
-  ucs2[30] = 0xDC00;
-  bool refused = false;
-  try {
-    tokenmill::utf8_view({ucs2.data(), ucs2.size(), 2}, buffer);
-  } catch (const tokenmill::SurrogateError& e) {
-    refused = std::string(e.what()).find("character 30") != std::string::npos;
+  // Blocks of other characters only (16, then 17: one more in the tail), after an ASCII unit:
+  // nothing read or written past them.
+  for (std::size_t n : {std::size_t{16}, std::size_t{17}, std::size_t{33}}) {
+    std::vector<uint16_t> cjk(n, 0x4E2D);
+    cjk[0] = 'a';
+    std::string chinese = "a";
+    for (std::size_t k = 1; k < n; ++k) chinese += "\xE4\xB8\xAD";
+    check(convert({cjk.data(), cjk.size(), 2}) == chinese, "blocks of CJK");
   }
-  check(refused, "a lone surrogate is refused at its position");
+  // A lone surrogate is refused at its position: in a block with a few other characters, in a
+  // block of many, in the tail, in UCS-4.
+  auto refused_at = [&](const tokenmill::TextRef& text, std::size_t at) {
+    try {
+      convert(text);
+    } catch (const tokenmill::SurrogateError& e) {
+      return std::string(e.what()).find("character " + std::to_string(at) + " ") !=
+             std::string::npos;
+    }
+    return false;
+  };
+  std::vector<uint16_t> few(ucs2);
+  few[30] = 0xDC00;
+  check(refused_at({few.data(), few.size(), 2}, 30), "a surrogate among ASCII");
+  std::vector<uint16_t> many(40, 0x4E2D);
+  many[7] = 0xD800;
+  check(refused_at({many.data(), many.size(), 2}, 7), "a surrogate among CJK");
+  std::vector<uint16_t> tail(ucs2);
+  tail[34] = 0xDBFF;
+  check(refused_at({tail.data(), tail.size(), 2}, 34), "a surrogate in the tail");
+  std::vector<uint32_t> wide(ucs4);
+  wide[5] = 0xDFFF;
+  check(refused_at({wide.data(), wide.size(), 4}, 5), "a surrogate in UCS-4");
 }
+
+}  // namespace
 
 int main() {
   test_scanners_on_broken_utf8();

@@ -103,12 +103,13 @@ def test_empty_batch(cl100k):
 def test_a_bad_text_is_named(cl100k, call, threads):
     # On two threads the bad text is met by whichever thread takes its block (the core turns
     # each str into UTF-8 itself, in the thread that encodes it); the Python side names it.
-    texts = ["fine", "also fine", "bad \ud800 text"] + ["more"] * 200
+    # (long enough that the surrogate sits in a block the core converts 16 characters at once)
+    texts = ["fine", "also fine", "bad " + "x" * 20 + "\ud800" + "y" * 20] + ["more"] * 200
     with pytest.raises(tokenmill.InputError, match=r"texts\[2\] holds a lone surrogate U\+D800"):
         getattr(cl100k, call)(texts, num_threads=threads)
     with pytest.raises(tokenmill.InputError, match=r"texts\[1\]: expected a string, got int"):
         getattr(cl100k, call)(["fine", 7], num_threads=threads)
-    # and the threads are free for the next batch
+    # and the next batch is encoded as ever
     assert cl100k.encode_ordinary_batch(["fine"] * 300, num_threads=threads) == \
         [cl100k.encode_ordinary("fine")] * 300
 

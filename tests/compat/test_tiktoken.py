@@ -130,24 +130,39 @@ def test_pieces_the_piece_cache_cannot_hold(shared_data, encodings, pairs, monke
 # CPython keeps a str as 1, 2 or 4 bytes a character, as its widest character needs (an ASCII
 # str's bytes are UTF-8 already); the core turns the others into UTF-8 itself, 16 characters at
 # a time while they are ASCII (cpp/src/text.cc). Texts of each width: ASCII runs of any length
-# (so blocks start and end everywhere) around characters of that width.
+# (so blocks start and end everywhere) around characters up to that width, and one character
+# that needs it, so every text has the width it is named for.
 WIDE = {
-    "latin1": st.characters(min_codepoint=0x80, max_codepoint=0xFF),
-    "ucs2": st.characters(min_codepoint=0x80, max_codepoint=0xFFFF, exclude_categories=("Cs",)),
-    "ucs4": st.characters(min_codepoint=0x80, exclude_categories=("Cs",)),
+    "latin1": (0x80, 0xFF),
+    "ucs2": (0x100, 0xFFFF),
+    "ucs4": (0x10000, 0x10FFFF),
 }
 ASCII_RUN = st.text(alphabet=st.characters(max_codepoint=0x7F), max_size=40)
+
+
+def texts_of_width(width: str) -> st.SearchStrategy[str]:
+    low, high = WIDE[width]
+    up_to = st.characters(min_codepoint=0x80, max_codepoint=high, exclude_categories=("Cs",))
+    widest = st.characters(min_codepoint=low, max_codepoint=high, exclude_categories=("Cs",))
+    runs = st.lists(st.tuples(ASCII_RUN, st.text(up_to, max_size=3)), max_size=8)
+    return st.tuples(runs, widest, st.integers(min_value=0)).map(
+        lambda r: _insert("".join(a + b for a, b in r[0]), r[1], r[2]))
+
+
+def _insert(text: str, ch: str, at: int) -> str:
+    at %= len(text) + 1
+    return text[:at] + ch + text[at:]
 
 
 @pytest.mark.parametrize("width", sorted(WIDE))
 def test_every_width_of_str_as_tiktoken_encodes_its_utf8(pairs, width):
     tok, ref = pairs["o200k_base"]
-    texts_of_width = st.lists(st.tuples(ASCII_RUN, st.text(WIDE[width], max_size=3)),
-                              max_size=8).map(lambda runs: "".join(a + b for a, b in runs))
+    low, high = WIDE[width]
 
     @settings(max_examples=200, deadline=None)
-    @given(st.lists(texts_of_width, min_size=1, max_size=6))
+    @given(st.lists(texts_of_width(width), min_size=1, max_size=6))
     def check(texts):
+        assert all(low <= max(map(ord, t)) <= high for t in texts)  # the width it is named for
         expected = [ref.encode_ordinary(t) for t in texts]
         assert [tok.encode_ordinary(t) for t in texts] == expected
         assert tok.encode_ordinary_batch(texts, num_threads=2) == expected

@@ -30,7 +30,12 @@ class SurrogateError : public Error {
 // needed). Throws SurrogateError.
 std::string_view utf8_view(const TextRef& text, std::string& buffer);
 
-// utf8_view into a buffer of the calling thread's, valid until its next call on this thread.
+// utf8_view into a buffer of the calling thread's, valid until its next call on this thread
+// or release_utf8_scratch.
 std::string_view utf8_of(const TextRef& text);
+
+// Gives back the calling thread's buffer if a long text made it large (pool threads live as
+// long as the process).
+void release_utf8_scratch();
 
 }  // namespace tokenmill
