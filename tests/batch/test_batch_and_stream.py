@@ -205,3 +205,20 @@ def test_batches_in_a_forked_child(cl100k):
     with ctx.Pool(1) as child:
         got = child.apply(_encode_in_child, (texts,))
     assert got == expected
+
+
+def test_str_subclasses_encode_as_their_text(cl100k):
+    # The core reads a str's own code units; a subclass (numpy.str_, a user's) may keep them
+    # apart from the object: the ids are those of the plain text, on every path.
+    import numpy as np
+
+    class Tagged(str):
+        pass
+
+    text = "h\u00e9llo w\u00f6rld \u2019q\u2019 \u65e5\u672c \U0001f600 " * 5 + "tail"
+    expected = cl100k.encode_ordinary(text)
+    for value in (Tagged(text), np.str_(text)):
+        assert cl100k.encode_ordinary(value) == expected
+        assert cl100k.encode_ordinary_batch([value, text], num_threads=2) == [expected] * 2
+        assert cl100k.count_tokens([value]) == [len(expected)]
+        assert cl100k.encode(value).ids == expected
