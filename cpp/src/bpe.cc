@@ -517,6 +517,15 @@ inline void piece_key(std::string_view text, std::size_t begin, std::size_t len,
 #else
   constexpr bool kLittleEndian = false;
 #endif
+  if (kLittleEndian && len <= 8 && begin + 8 <= text.size()) {
+    // Most pieces (" the", ","): one word, and the hash below with the other three zero.
+    uint64_t w = 0;
+    std::memcpy(&w, text.data() + begin, 8);
+    k.word[0] = w & (len == 8 ? ~uint64_t{0} : (uint64_t{1} << (8 * len)) - 1);
+    k.word[1] = k.word[2] = k.word[3] = 0;
+    k.hash = ((k.word[0] * 0x9E3779B97F4A7C15ULL) ^ len) * 0xFF51AFD7ED558CCDULL;
+    return;
+  }
   bool masked = false;
   if constexpr (kLittleEndian) masked = begin + kPieceKeyBytes <= text.size();
   if (masked) {
@@ -547,8 +556,11 @@ inline bool piece_read(const PieceCacheEntry& e, uint32_t tag, const PieceKey& k
   constexpr auto relaxed = std::memory_order_relaxed;
   const uint64_t head = e.word[0].load(std::memory_order_acquire);
   if (static_cast<uint32_t>(head) != tag || (head & kVersionOne) != 0) return false;
-  if (e.word[1].load(relaxed) != k.word[0] || e.word[2].load(relaxed) != k.word[1] ||
-      e.word[3].load(relaxed) != k.word[2] || e.word[4].load(relaxed) != k.word[3]) {
+  if (e.word[1].load(relaxed) != k.word[0]) return false;
+  // A piece of up to 8 bytes is its first word: an entry of the same length that agrees there
+  // holds zeros after it too (checked with the length below).
+  if (len > 8 && (e.word[2].load(relaxed) != k.word[1] || e.word[3].load(relaxed) != k.word[2] ||
+                  e.word[4].load(relaxed) != k.word[3])) {
     return false;
   }
   meta = e.word[5].load(relaxed);
