@@ -777,19 +777,29 @@ void BPEModel::encode_pieces_ids(std::string_view text, const uint32_t* bounds, 
     uint64_t ids[2];
   };
   Found found[kPieceBatch];
+  // Pieces found before the first that is not are emitted at once (on text seen before, that
+  // is every piece), the rest once the ones before them are merged.
+  std::size_t emitted = 0;
   for (std::size_t k = 0; k < n; ++k) {
     if (k + kLookAhead < n) key_piece(text, bounds, k + kLookAhead, cache, keys);
     const std::string_view piece = text.substr(bounds[2 * k], bounds[2 * k + 1] - bounds[2 * k]);
     found[k].meta = 0;
-    if (piece.empty()) continue;
+    if (piece.empty()) {
+      emitted += emitted == k;
+      continue;
+    }
     if (piece.size() > kPieceKeyBytes ||
         !piece_find(piece_slot(cache, keys[k]), tag, keys[k], piece.size(), found[k].meta,
                     found[k].ids)) {
       found[k].meta = 0;
       prefetch_word(piece);
+    } else if (emitted == k && entry_count(found[k].meta) != kWordCacheMark) {
+      const unsigned tokens = entry_count(found[k].meta);
+      for (unsigned t = 0; t < tokens; ++t) ids.push_back(entry_id(found[k].ids, t));
+      emitted = k + 1;
     }
   }
-  for (std::size_t k = 0; k < n; ++k) {
+  for (std::size_t k = emitted; k < n; ++k) {
     const std::string_view piece = text.substr(bounds[2 * k], bounds[2 * k + 1] - bounds[2 * k]);
     if (piece.empty()) continue;
     const unsigned tokens = entry_count(found[k].meta);
