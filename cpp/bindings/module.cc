@@ -87,7 +87,7 @@ nb::object id_list(const std::vector<uint32_t>& ids) { return id_list(ids.data()
 
 // Work on texts shorter than this keeps the GIL: releasing and taking it back costs more than
 // a short text takes to scan.
-constexpr Py_ssize_t kReleaseGilAbove = 4096;
+constexpr std::size_t kReleaseGilAbove = 4096;
 
 // values -> array('I') (4-byte unsigned on every platform CPython supports), one copy.
 nb::object uint32_array(const std::vector<uint32_t>& values) {
@@ -188,6 +188,18 @@ tokenmill::SplitPattern split_pattern(int pattern) {
   return static_cast<tokenmill::SplitPattern>(pattern);
 }
 
+// A str as the core reads it: its own code units, converted to UTF-8 by the thread that encodes
+// it (an ASCII str's are UTF-8 already). TypeError for anything else.
+tokenmill::TextRef text_ref(PyObject* text) {
+  if (!PyUnicode_Check(text)) throw nb::type_error("text must be a str");
+#if PY_VERSION_HEX < 0x030C0000
+  if (PyUnicode_READY(text) != 0) throw nb::python_error();
+#endif
+  const auto length = static_cast<std::size_t>(PyUnicode_GET_LENGTH(text));
+  const unsigned width = PyUnicode_IS_ASCII(text) ? 0u : static_cast<unsigned>(PyUnicode_KIND(text));
+  return {PyUnicode_DATA(text), length, width};
+}
+
 // Character offsets where each piece of text ends, split by one of the GPT-family patterns, as
 // an array('I'): the scanner reads the str's own code points (no UTF-8 copy, and its offsets
 // are already characters), and the result is one buffer rather than an int object per piece.
@@ -203,16 +215,16 @@ nb::object pretokenize(int pattern, nb::handle text) {
     return uint32_array(ends);
   }
   if (!PyUnicode_Check(text.ptr())) throw nb::type_error("text must be a str or UTF-8 bytes");
-  const Py_ssize_t length = PyUnicode_GET_LENGTH(text.ptr());
+  const tokenmill::TextRef units = text_ref(text.ptr());
+  const std::size_t length = units.length;
   if (static_cast<uint64_t>(length) >= (uint64_t{1} << 32)) {
     throw tokenmill::Error("text is 4 Gi characters or longer");
   }
-  const int width = PyUnicode_KIND(text.ptr());
-  const void* data = PyUnicode_DATA(text.ptr());
+  const int width = units.width == 0 ? 1 : static_cast<int>(units.width);  // ASCII: 1 a character
   std::vector<uint32_t> ends;
   auto scan = [&] {
-    ends.reserve(static_cast<std::size_t>(length) / 4 + 1);
-    tokenmill::pretokenize_units(p, data, static_cast<std::size_t>(length), width, ends);
+    ends.reserve(length / 4 + 1);
+    tokenmill::pretokenize_units(p, units.data, length, width, ends);
   };
   if (length > kReleaseGilAbove) {  // the str is immutable and we hold it: safe to read
     nb::gil_scoped_release release;
@@ -221,18 +233,6 @@ nb::object pretokenize(int pattern, nb::handle text) {
     scan();
   }
   return uint32_array(ends);
-}
-
-// A str as the core reads it: its own code units, converted to UTF-8 by the thread that encodes
-// it (an ASCII str's are UTF-8 already). TypeError for anything else.
-tokenmill::TextRef text_ref(PyObject* text) {
-  if (!PyUnicode_Check(text)) throw nb::type_error("text must be a str");
-#if PY_VERSION_HEX < 0x030C0000
-  if (PyUnicode_READY(text) != 0) throw nb::python_error();
-#endif
-  const auto length = static_cast<std::size_t>(PyUnicode_GET_LENGTH(text));
-  const unsigned width = PyUnicode_IS_ASCII(text) ? 0u : static_cast<unsigned>(PyUnicode_KIND(text));
-  return {PyUnicode_DATA(text), length, width};
 }
 
 // A batch of str: a tuple of them, which keeps each alive while the GIL is released (whatever

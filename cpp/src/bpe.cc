@@ -508,9 +508,20 @@ PieceCacheSet* shared_piece_cache() {
 // A model's tag in the piece cache: never 0, and distinct for 2^32 - 1 models in a row.
 uint32_t piece_tag(uint64_t serial) { return static_cast<uint32_t>(serial % 0xFFFFFFFFu) + 1; }
 
-// The key of the piece text[begin, begin + len), len <= 32. Read as four words straight from the
-// text (masked) when 32 bytes from begin are inside it, which spares a variable-length copy and
-// the store-to-load stall after it.
+// A word's first `have` bytes (all of them from 8 on), on a little-endian machine.
+inline uint64_t low_bytes(std::size_t have) {
+  return have >= 8 ? ~uint64_t{0} : (uint64_t{1} << (8 * have)) - 1;
+}
+
+inline uint64_t piece_hash(const PieceKey& k, std::size_t len) {
+  return ((k.word[0] * 0x9E3779B97F4A7C15ULL) ^ (k.word[1] * 0xC2B2AE3D27D4EB4FULL) ^
+          (k.word[2] * 0x165667B19E3779F9ULL) ^ (k.word[3] * 0x27D4EB2F165667C5ULL) ^ len) *
+         0xFF51AFD7ED558CCDULL;
+}
+
+// The key of the piece text[begin, begin + len), len <= 32. Read as words straight from the
+// text (masked) when they are inside it, which spares a variable-length copy and the
+// store-to-load stall after it.
 inline void piece_key(std::string_view text, std::size_t begin, std::size_t len, PieceKey& k) {
 #if (defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__) || defined(_MSC_VER)
   constexpr bool kLittleEndian = true;  // the masks keep a word's first bytes only there
@@ -518,29 +529,22 @@ inline void piece_key(std::string_view text, std::size_t begin, std::size_t len,
   constexpr bool kLittleEndian = false;
 #endif
   if (kLittleEndian && len <= 8 && begin + 8 <= text.size()) {
-    // Most pieces (" the", ","): one word, and the hash below with the other three zero.
-    uint64_t w = 0;
-    std::memcpy(&w, text.data() + begin, 8);
-    k.word[0] = w & (len == 8 ? ~uint64_t{0} : (uint64_t{1} << (8 * len)) - 1);
+    // Most pieces (" the", ","): one word read, the other three zero (their multiplies in the
+    // hash fold away here).
+    std::memcpy(k.word, text.data() + begin, 8);
+    k.word[0] &= low_bytes(len);
     k.word[1] = k.word[2] = k.word[3] = 0;
-    k.hash = ((k.word[0] * 0x9E3779B97F4A7C15ULL) ^ len) * 0xFF51AFD7ED558CCDULL;
+    k.hash = piece_hash(k, len);
     return;
   }
-  bool masked = false;
-  if constexpr (kLittleEndian) masked = begin + kPieceKeyBytes <= text.size();
-  if (masked) {
+  if (kLittleEndian && begin + kPieceKeyBytes <= text.size()) {
     std::memcpy(k.word, text.data() + begin, kPieceKeyBytes);
-    for (std::size_t w = 0; w < 4; ++w) {
-      const std::size_t have = len > 8 * w ? len - 8 * w : 0;  // bytes of the piece in word w
-      k.word[w] &= have >= 8 ? ~uint64_t{0} : (uint64_t{1} << (8 * have)) - 1;
-    }
+    for (std::size_t w = 0; w < 4; ++w) k.word[w] &= low_bytes(len > 8 * w ? len - 8 * w : 0);
   } else {
     k.word[0] = k.word[1] = k.word[2] = k.word[3] = 0;
     std::memcpy(k.word, text.data() + begin, len);
   }
-  k.hash = ((k.word[0] * 0x9E3779B97F4A7C15ULL) ^ (k.word[1] * 0xC2B2AE3D27D4EB4FULL) ^
-            (k.word[2] * 0x165667B19E3779F9ULL) ^ (k.word[3] * 0x27D4EB2F165667C5ULL) ^ len) *
-           0xFF51AFD7ED558CCDULL;
+  k.hash = piece_hash(k, len);
 }
 
 inline PieceCacheSet& piece_slot(PieceCacheSet* cache, const PieceKey& k) {
@@ -777,6 +781,14 @@ void BPEModel::encode_pieces_ids(std::string_view text, const uint32_t* bounds, 
     uint64_t ids[2];
   };
   Found found[kPieceBatch];
+  // A piece's ids straight from its entry; false if it has none (not found, or in the word
+  // cache).
+  auto emit_found = [&](const Found& f) {
+    const unsigned tokens = entry_count(f.meta);
+    if (f.meta == 0 || tokens == kWordCacheMark) return false;
+    for (unsigned t = 0; t < tokens; ++t) ids.push_back(entry_id(f.ids, t));
+    return true;
+  };
   // Pieces found before the first that is not are emitted at once (on text seen before, that
   // is every piece), the rest once the ones before them are merged.
   std::size_t emitted = 0;
@@ -793,20 +805,13 @@ void BPEModel::encode_pieces_ids(std::string_view text, const uint32_t* bounds, 
                     found[k].ids)) {
       found[k].meta = 0;
       prefetch_word(piece);
-    } else if (emitted == k && entry_count(found[k].meta) != kWordCacheMark) {
-      const unsigned tokens = entry_count(found[k].meta);
-      for (unsigned t = 0; t < tokens; ++t) ids.push_back(entry_id(found[k].ids, t));
+    } else if (emitted == k && emit_found(found[k])) {
       emitted = k + 1;
     }
   }
   for (std::size_t k = emitted; k < n; ++k) {
     const std::string_view piece = text.substr(bounds[2 * k], bounds[2 * k + 1] - bounds[2 * k]);
-    if (piece.empty()) continue;
-    const unsigned tokens = entry_count(found[k].meta);
-    if (found[k].meta != 0 && tokens != kWordCacheMark) {
-      for (unsigned t = 0; t < tokens; ++t) ids.push_back(entry_id(found[k].ids, t));
-      continue;
-    }
+    if (piece.empty() || emit_found(found[k])) continue;
     spans.clear();
     if (found[k].meta != 0) {
       encode_marked_piece(piece, 0, spans);

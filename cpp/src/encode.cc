@@ -7,6 +7,7 @@
 #include <condition_variable>
 #include <exception>
 #include <mutex>
+#include <numeric>
 #include <thread>
 
 #include <unistd.h>
@@ -179,6 +180,27 @@ void for_blocks(std::size_t blocks, std::size_t n, const std::function<void(std:
   if (failure) std::rethrow_exception(failure);
 }
 
+// Texts per block when n threads share a batch of `count`: enough blocks for each thread to
+// take several (a long document then does not idle the others), at most 64 texts each.
+std::size_t block_texts(std::size_t count, std::size_t n) {
+  return std::max<std::size_t>(1, std::min<std::size_t>(64, count / (8 * n)));
+}
+
+// Texts [first, last), each converted by this thread, encoded end to end into out.ids (emptied
+// after each text unless keep_ids); text t's token count goes to counts[t - first].
+void encode_block_of(const BPEModel& model, SplitPattern pattern,
+                     const std::vector<TextRef>& texts, std::size_t first, std::size_t last,
+                     bool keep_ids, Encoded& out, uint64_t* counts) {
+  for (std::size_t t = first; t < last; ++t) {
+    const std::size_t before = out.ids.size();
+    append_text(model, pattern, utf8_of(texts[t]), out);
+    counts[t - first] = out.ids.size() - before;
+    if (!keep_ids) out.ids.clear();
+  }
+  if (!keep_ids && out.ids.capacity() > kScratchKept) std::vector<uint32_t>().swap(out.ids);
+  release_utf8_scratch();
+}
+
 }  // namespace
 
 FlatIds encode_texts_flat(const BPEModel& model, SplitPattern pattern,
@@ -188,21 +210,14 @@ FlatIds encode_texts_flat(const BPEModel& model, SplitPattern pattern,
   flat.offsets.assign(texts.size() + 1, 0);
   const std::size_t n = std::max<std::size_t>(1, std::min(threads, texts.size()));
   const std::size_t block =
-      n == 1 ? std::max<std::size_t>(1, texts.size())
-             : std::max<std::size_t>(1, std::min<std::size_t>(64, texts.size() / (8 * n)));
+      n == 1 ? std::max<std::size_t>(1, texts.size()) : block_texts(texts.size(), n);
   const std::size_t blocks = (texts.size() + block - 1) / block;
   // Each block's ids in its own buffer; with one block, that buffer is the result.
   std::vector<Encoded> parts(blocks);
   for_blocks(blocks, n, [&](std::size_t b) {
-    Encoded& part = parts[b];
-    for (std::size_t t = b * block; t < std::min(texts.size(), (b + 1) * block); ++t) {
-      const std::size_t before = part.ids.size();
-      append_text(model, pattern, utf8_of(texts[t]), part);
-      flat.offsets[t + 1] = part.ids.size() - before;  // a count until the sums below
-      if (!keep_ids) part.ids.clear();
-    }
-    if (!keep_ids && part.ids.capacity() > kScratchKept) std::vector<uint32_t>().swap(part.ids);
-    release_utf8_scratch();
+    // (offsets hold counts until the sums below)
+    encode_block_of(model, pattern, texts, b * block, std::min(texts.size(), (b + 1) * block),
+                    keep_ids, parts[b], flat.offsets.data() + b * block + 1);
   });
   for (std::size_t t = 0; t < texts.size(); ++t) flat.offsets[t + 1] += flat.offsets[t];
   if (!keep_ids) return flat;
@@ -298,8 +313,7 @@ void encode_text_blocks(const BPEModel& model, SplitPattern pattern,
   // allocated by a worker and freed by this thread, cost an allocation and a copy a text and
   // sent the frees to the worker's allocator lock). Meanwhile this thread hands each finished
   // block to `ready`.
-  const std::size_t block =
-      std::max<std::size_t>(1, std::min<std::size_t>(64, texts.size() / (8 * n)));
+  const std::size_t block = block_texts(texts.size(), n);
   const std::size_t blocks = (texts.size() + block - 1) / block;
   std::vector<BlockIds> parts(blocks);
   std::vector<std::size_t> finished_blocks;  // in the order they finished; guarded by mutex
@@ -324,17 +338,16 @@ void encode_text_blocks(const BPEModel& model, SplitPattern pattern,
     try {
       part.first = b * block;
       const std::size_t last = std::min(texts.size(), part.first + block);
-      part.offsets.assign(1, 0);
+      part.offsets.assign(last - part.first + 1, 0);
       Encoded buffer;
-      for (std::size_t t = part.first; t < last; ++t) {
-        append_text(model, pattern, utf8_of(texts[t]), buffer);
-        part.offsets.push_back(buffer.ids.size());
-      }
+      encode_block_of(model, pattern, texts, part.first, last, true, buffer,
+                      part.offsets.data() + 1);
+      std::partial_sum(part.offsets.begin(), part.offsets.end(), part.offsets.begin());
       part.ids = std::move(buffer.ids);
     } catch (...) {
+      release_utf8_scratch();
       fail(std::current_exception());
     }
-    release_utf8_scratch();
     {
       std::lock_guard<std::mutex> lock(mutex);
       finished_blocks.push_back(b);
