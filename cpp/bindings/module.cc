@@ -3,6 +3,7 @@
 #include <nanobind/nanobind.h>
 #include <nanobind/ndarray.h>
 #include <nanobind/stl/function.h>
+#include <nanobind/stl/optional.h>
 #include <nanobind/stl/pair.h>
 #include <nanobind/stl/string.h>
 #include <nanobind/stl/string_view.h>
@@ -13,6 +14,7 @@
 #include <array>
 #include <cstdint>
 #include <cstring>
+#include <optional>
 #include <string>
 #include <tuple>
 #include <vector>
@@ -566,7 +568,23 @@ NB_MODULE(_core, m) {
             nb::gil_scoped_release release;  // the first call builds the tables
             return model.backtracks();
           },
-          "Whether long pieces are cut by backtracking (the vocabulary allows it).");
+          "Whether long pieces are cut by backtracking (the vocabulary allows it).")
+      .def(
+          "backtrack_ids",
+          [](const BPEModel& model, const nb::bytes& piece) -> std::optional<std::vector<uint32_t>> {
+            const std::string_view bytes(piece.c_str(), piece.size());
+            std::vector<uint32_t> ids;
+            bool found = false;
+            {
+              nb::gil_scoped_release release;
+              found = model.encode_backtrack_ids(bytes, ids);
+            }
+            if (!found) return std::nullopt;
+            return ids;
+          },
+          "piece"_a,
+          "The ids of a piece (bytes) cut by backtracking alone, or None where the encoders "
+          "would fall back to merging (the vocabulary does not allow it, or the search gave up).");
 
   m.def("pretokenize", &pretokenize, "pattern"_a, "text"_a);
   m.def("set_backtrack_bytes", &tokenmill::set_backtrack_bytes, "bytes"_a,

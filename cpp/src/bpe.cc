@@ -523,11 +523,6 @@ inline uint64_t piece_hash(const PieceKey& k, std::size_t len) {
 // text (masked) when they are inside it, which spares a variable-length copy and the
 // store-to-load stall after it.
 inline void piece_key(std::string_view text, std::size_t begin, std::size_t len, PieceKey& k) {
-#if (defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__) || defined(_MSC_VER)
-  constexpr bool kLittleEndian = true;  // the masks keep a word's first bytes only there
-#else
-  constexpr bool kLittleEndian = false;
-#endif
   if (kLittleEndian && len <= 8 && begin + 8 <= text.size()) {
     // Most pieces (" the", ","): one word read, the other three zero (their multiplies in the
     // hash fold away here).

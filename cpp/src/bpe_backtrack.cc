@@ -21,6 +21,7 @@
 
 #include <algorithm>
 #include <array>
+#include <cstring>
 
 #include "tokenmill/bpe.h"
 
@@ -84,15 +85,6 @@ class PrefixTable {
   std::size_t mask_ = 0;
 };
 
-// Whether text at p starts with token (inline: tokens are short, and a library call per match
-// cost more than the compare).
-inline bool spelled_at(std::string_view text, std::size_t p, std::string_view token) {
-  if (token.size() > text.size() - p) return false;
-  for (std::size_t i = 0; i < token.size(); ++i) {
-    if (text[p + i] != token[i]) return false;
-  }
-  return true;
-}
 }  // namespace
 
 struct BPEModel::Backtrack {
@@ -104,17 +96,38 @@ struct BPEModel::Backtrack {
   // All of it in one 32-byte record a token: a random text's walk reads a few fields of each
   // token it meets, and six arrays cost up to six misses a token where this costs one.
   struct Token {
-    const char* bytes = nullptr;  // the token's bytes (the vocabulary's own copy)
+    uint64_t head = 0;  // the token's first eight bytes, zero-padded (as the text's are read)
     uint32_t length = 0;
     uint32_t shorter = kNone;  // the longest token that is a proper prefix of the token
     uint32_t made = 0;         // 1 + the rank of the merge that makes the token; 0: a byte
     uint32_t left = kNone;     // the merge's parts
     uint32_t right = kNone;
     uint32_t unused = 0;
-    std::string_view spelling() const { return {bytes, length}; }
   };
   static_assert(sizeof(Token) == 32, "one token, half a cache line");
   LargeVector<Token> tokens;
+  std::vector<const char*> bytes;  // by token id: its bytes (the vocabulary's own copy)
+  std::string_view spelling(uint32_t id) const { return {bytes[id], tokens[id].length}; }
+  // Whether text at p starts with token t: its first eight bytes against the record's head
+  // (the token's own bytes, elsewhere, were one more miss to memory a match), the rest, of
+  // the few longer tokens, byte by byte.
+  bool spelled_at(std::string_view text, std::size_t p, uint32_t t) const {
+    const Token& token = tokens[t];
+    if (token.length > text.size() - p) return false;
+    const std::size_t head_len = std::min<std::size_t>(token.length, 8);
+    uint64_t word = 0;
+    if (kLittleEndian && p + 8 <= text.size()) {
+      std::memcpy(&word, text.data() + p, 8);
+      if (head_len < 8) word &= (uint64_t{1} << (8 * head_len)) - 1;
+    } else {
+      std::memcpy(&word, text.data() + p, head_len);
+    }
+    if (word != token.head) return false;
+    for (std::size_t i = 8; i < token.length; ++i) {
+      if (text[p + i] != bytes[t][i]) return false;
+    }
+    return true;
+  }
   // The first two steps of a longest match without the prefix table: each byte's token, and
   // for each two bytes, token + 1 if they are one (else 0), with kLonger if a longer token
   // starts with them.
@@ -130,6 +143,19 @@ struct BPEModel::Backtrack {
   static bool printable(unsigned char c) { return c - kAsciiLow < kAsciiSpan; }
   std::vector<uint16_t> three_row;
   std::vector<uint32_t> three_bytes;
+  // A bit per hash of every token prefix of three and four bytes (128 KiB): the prefix table's
+  // first probe of a walk is one of those, and in random text it is mostly absent. A clear bit
+  // answers that without the probe, which was a miss to memory (the table of o200k_base is
+  // 16 MiB); a set bit may be a false one (about one in sixteen), and the table decides.
+  static constexpr int kShortBits = 20;
+  std::vector<uint64_t> short_prefixes;
+  static uint64_t short_bit(uint64_t key) {
+    return (key >> 24) & ((uint64_t{1} << kShortBits) - 1);
+  }
+  bool maybe_short_prefix(uint64_t key) const {
+    const uint64_t bit = short_bit(key);
+    return ((short_prefixes[bit >> 6] >> (bit & 63)) & 1) != 0;
+  }
 };
 
 const BPEModel::Backtrack* BPEModel::backtrack() const {
@@ -153,6 +179,7 @@ std::shared_ptr<const BPEModel::Backtrack> BPEModel::build_backtrack() const {
   if (max_id >= Backtrack::kLonger - 1) return nullptr;
   const std::size_t ids = std::size_t{max_id} + 1;
   bt->tokens.assign(ids, Backtrack::Token{});
+  bt->bytes.assign(ids, nullptr);
   std::vector<char> is_byte(ids, 0);
   std::vector<uint32_t> order;  // bytes, then made tokens by rank
   order.reserve(merge_count_ + 256);
@@ -180,9 +207,10 @@ std::shared_ptr<const BPEModel::Backtrack> BPEModel::build_backtrack() const {
     // not one the encoder gives
     if (id >= ids || (bt->tokens[id].made == 0 && !is_byte[id])) return;
     Backtrack::Token& info = bt->tokens[id];
-    if (info.bytes != nullptr || token.size() > 0xFFFF) one_spelling = false;
-    info.bytes = token.data();
+    if (bt->bytes[id] != nullptr || token.size() > 0xFFFF) one_spelling = false;
+    bt->bytes[id] = token.data();
     info.length = static_cast<uint32_t>(token.size());
+    std::memcpy(&info.head, token.data(), std::min<std::size_t>(token.size(), 8));
   });
   if (!one_spelling) return nullptr;
   // Each token, in the order made: it must be spelled as its parts, and merging its own bytes
@@ -191,14 +219,14 @@ std::shared_ptr<const BPEModel::Backtrack> BPEModel::build_backtrack() const {
   std::size_t added = 256;
   for (std::size_t k = 0; k < order.size(); ++k) {
     const Backtrack::Token& info = bt->tokens[order[k]];
-    const std::string_view bytes = info.spelling();
+    const std::string_view bytes = bt->spelling(order[k]);
     if (bytes.data() == nullptr) return nullptr;
     if (k < first_made) {
       if (bytes.size() != 1) return nullptr;
       continue;
     }
-    const std::string_view l = bt->tokens[info.left].spelling();
-    const std::string_view r = bt->tokens[info.right].spelling();
+    const std::string_view l = bt->spelling(info.left);
+    const std::string_view r = bt->spelling(info.right);
     if (l.data() == nullptr || r.data() == nullptr || bytes.size() != l.size() + r.size() ||
         bytes.substr(0, l.size()) != l || bytes.substr(l.size()) != r ||
         !compatible(*bt, info.left, info.right, pair_cache_of_thread(), info.made - 1)) {
@@ -211,7 +239,7 @@ std::shared_ptr<const BPEModel::Backtrack> BPEModel::build_backtrack() const {
   bt->prefixes.reserve(added);
   for (std::size_t k = 0; k < order.size(); ++k) {
     const uint32_t t = order[k];
-    const std::string_view bytes = bt->tokens[t].spelling();
+    const std::string_view bytes = bt->spelling(t);
     const std::size_t from = k < first_made ? 0 : bt->tokens[bt->tokens[t].left].length;
     uint64_t h = kPrefixSeed;
     for (std::size_t i = 0; i < bytes.size(); ++i) {
@@ -226,10 +254,21 @@ std::shared_ptr<const BPEModel::Backtrack> BPEModel::build_backtrack() const {
       }
     }
   }
+  bt->short_prefixes.assign((std::size_t{1} << Backtrack::kShortBits) / 64, 0);
+  for (std::size_t k = first_made; k < order.size(); ++k) {
+    const std::string_view bytes = bt->spelling(order[k]);
+    uint64_t h = kPrefixSeed;
+    for (std::size_t i = 0; i < std::min<std::size_t>(bytes.size(), 4); ++i) {
+      h = prefix_step(h, static_cast<unsigned char>(bytes[i]));
+      if (i < 2) continue;
+      const uint64_t bit = Backtrack::short_bit(prefix_key(h));
+      bt->short_prefixes[bit >> 6] |= uint64_t{1} << (bit & 63);
+    }
+  }
   for (int b = 0; b < 256; ++b) bt->byte_token[b] = static_cast<uint32_t>(symbol_of_byte_[b]);
   bt->two_bytes.assign(std::size_t{1} << 16, 0);
   for (std::size_t k = first_made; k < order.size(); ++k) {
-    const std::string_view bytes = bt->tokens[order[k]].spelling();
+    const std::string_view bytes = bt->spelling(order[k]);
     uint32_t& two = bt->two_bytes[std::size_t{static_cast<unsigned char>(bytes[0])} << 8 |
                                   static_cast<unsigned char>(bytes[1])];
     two |= bytes.size() == 2 ? order[k] + 1 : Backtrack::kLonger;
@@ -237,7 +276,7 @@ std::shared_ptr<const BPEModel::Backtrack> BPEModel::build_backtrack() const {
   auto printable = Backtrack::printable;
   bt->three_row.assign(std::size_t{1} << 16, 0);
   for (std::size_t k = first_made; k < order.size(); ++k) {
-    const std::string_view bytes = bt->tokens[order[k]].spelling();
+    const std::string_view bytes = bt->spelling(order[k]);
     const auto b0 = static_cast<unsigned char>(bytes[0]);
     const auto b1 = static_cast<unsigned char>(bytes[1]);
     if (bytes.size() < 3 || !printable(b0) || !printable(b1)) continue;
@@ -255,14 +294,14 @@ std::shared_ptr<const BPEModel::Backtrack> BPEModel::build_backtrack() const {
   // Each made token's longest shorter token: its left part, or a longer prefix that is one.
   for (std::size_t k = first_made; k < order.size(); ++k) {
     const uint32_t t = order[k];
-    const std::string_view bytes = bt->tokens[t].spelling();
+    const std::string_view bytes = bt->spelling(t);
     uint32_t best = bt->tokens[t].left;
     uint64_t h = kPrefixSeed;
     for (std::size_t i = 0; i + 1 < bytes.size(); ++i) {
       h = prefix_step(h, static_cast<unsigned char>(bytes[i]));
       uint32_t value = 0;
       if (i + 1 > bt->tokens[best].length && bt->prefixes.find(prefix_key(h), value) &&
-          value != 0 && bt->tokens[value - 1].spelling() == bytes.substr(0, i + 1)) {
+          value != 0 && bt->spelling(value - 1) == bytes.substr(0, i + 1)) {
         best = value - 1;
       }
     }
@@ -307,6 +346,11 @@ bool BPEModel::encode_backtrack(const Backtrack& bt, std::string_view word,
   }
   if (ids.capacity() > kScratchKept) std::vector<uint32_t>().swap(ids);
   return found;
+}
+
+bool BPEModel::encode_backtrack_ids(std::string_view piece, std::vector<uint32_t>& ids) const {
+  const Backtrack* bt = options_.byte_symbols ? backtrack() : nullptr;
+  return bt != nullptr && encode_backtrack(*bt, piece, ids, pair_cache_of_thread());
 }
 
 bool BPEModel::encode_long_ids(std::string_view piece, std::vector<uint32_t>& ids) const {
@@ -358,6 +402,8 @@ bool BPEModel::encode_backtrack(const Backtrack& bt, std::string_view word,
     for (std::size_t j = 0; j < ahead; ++j) {
       h = prefix_step(h, static_cast<unsigned char>(word[from + j]));
       keys[j] = prefix_key(h);
+      // The first is a prefix of three or four bytes: most often none, which the filter says.
+      if (j == 0 && !bt.maybe_short_prefix(keys[0])) return best;
       bt.prefixes.prefetch(keys[j]);
     }
     uint32_t found = kNone;
@@ -374,7 +420,7 @@ bool BPEModel::encode_backtrack(const Backtrack& bt, std::string_view word,
       if (value != 0) found = value - 1;
     }
     if (found == kNone) return best;
-    return spelled_at(word, p, bt.tokens[found].spelling()) ? found : kNone;
+    return bt.spelled_at(word, p, found) ? found : kNone;
   };
   // Compatibility depends on the two tokens only, and the pairs of a text from a small
   // alphabet (DNA, digits, one character repeated) come back again and again: the answers are

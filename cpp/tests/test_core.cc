@@ -61,6 +61,54 @@ void test_encode_hostile_words() {
   check(out.size() == 2 && out[0].id == 3 && out[1].id == 0, "equal rank merges the leftmost");
 }
 
+// A byte-level model whose every byte is a token, with merges that build up (as backtracking
+// needs): ab, cd, abcd, aa, aaaa, aaaaaaaa, aaaaaaaaab (a head of eight bytes and two past
+// it), bc.
+tokenmill::BPEModel byte_model() {
+  std::vector<std::string> tokens;
+  std::vector<uint32_t> ids;
+  for (int b = 0; b < 256; ++b) {
+    tokens.emplace_back(1, static_cast<char>(b));
+    ids.push_back(static_cast<uint32_t>(b));
+  }
+  const char* made[] = {"ab", "cd", "abcd", "aa", "aaaa", "aaaaaaaa", "aaaaaaaaab", "bc"};
+  for (uint32_t k = 0; k < 8; ++k) {
+    tokens.emplace_back(made[k]);
+    ids.push_back(256 + k);
+  }
+  const uint32_t a = 'a', b = 'b', c = 'c', d = 'd';
+  std::vector<tokenmill::Merge> merges = {{a, b, 256},   {c, d, 257},   {256, 257, 258},
+                                          {a, a, 259},   {259, 259, 260}, {260, 260, 261},
+                                          {261, 256, 262}, {b, c, 263}};
+  tokenmill::BPEOptions opt;
+  opt.byte_symbols = true;
+  opt.ignore_merges = true;
+  return tokenmill::BPEModel(tokens, ids, merges, opt);
+}
+
+void test_backtracking_reads_inside_the_piece() {
+  // Each piece in a buffer of exactly its size (ASan sees a read past it): the search reads a
+  // word of eight bytes where it can and fewer at the end; its ids must be the merges' ids.
+  const tokenmill::BPEModel model = byte_model();
+  uint64_t state = 7;
+  const char alphabet[] = "aabcd";
+  for (int round = 0; round < 2000; ++round) {
+    const std::size_t n = 1 + tokenmill::splitmix64(state) % (round < 1900 ? 24 : 700);
+    std::vector<char> buffer(n);
+    for (char& ch : buffer) ch = alphabet[tokenmill::splitmix64(state) % 5];
+    const std::string_view piece(buffer.data(), n);
+    std::vector<uint32_t> bytes;
+    for (char ch : buffer) bytes.push_back(static_cast<unsigned char>(ch));
+    std::vector<uint32_t> found;
+    const bool same = model.encode_backtrack_ids(piece, found) && found == model.merge_ids(bytes);
+    check(same, "backtracking gives the merges' ids");
+    if (!same) {
+      std::printf("  piece: %.*s\n", static_cast<int>(n), buffer.data());
+      return;
+    }
+  }
+}
+
 void test_trainer_large_counts_and_errors() {
   tokenmill::BPETrainerOptions opt;
   opt.num_merges = 3;
@@ -172,6 +220,7 @@ int main() {
   test_utf8_never_reads_past_the_end();
   test_code_units_to_utf8();
   test_encode_hostile_words();
+  test_backtracking_reads_inside_the_piece();
   test_trainer_large_counts_and_errors();
   if (failures == 0) std::printf("core tests: all passed\n");
   return failures == 0 ? 0 : 1;

@@ -40,6 +40,14 @@ struct PairCacheEntry;   // bpe.cc: a per-thread cache of merge lookups
 struct PieceCacheSet;    // bpe.cc: a cache of short pieces' tokens, shared by threads
 struct PieceKey;
 
+// Whether words read from text hold its first bytes in their low bits, so a mask keeps a
+// word's first bytes (the piece keys and token heads rely on it; elsewhere bytes are copied).
+#if (defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__) || defined(_MSC_VER)
+inline constexpr bool kLittleEndian = true;
+#else
+inline constexpr bool kLittleEndian = false;
+#endif
+
 // The merge table's key of a pair of ids.
 inline uint64_t pair_key(uint32_t left, uint32_t right) {
   return (static_cast<uint64_t>(left) << 32) | right;
@@ -133,6 +141,12 @@ class BPEModel {
   // ids (no spans: a megabyte piece has hundreds of thousands). False, with nothing appended,
   // when the piece is shorter or the vocabulary does not allow backtracking.
   bool encode_long_ids(std::string_view piece, std::vector<uint32_t>& ids) const;
+
+  // byte_symbols: piece (any length) cut by backtracking alone, its ids appended to ids. False,
+  // with nothing appended, when the vocabulary does not allow backtracking or the search
+  // gives up (a token the tables name that the text does not hold), where the encoders fall
+  // back to merging. Tests hold it to the merges' ids.
+  bool encode_backtrack_ids(std::string_view piece, std::vector<uint32_t>& ids) const;
 
   // Whether pieces from set_backtrack_bytes() on are cut by backtracking: the vocabulary
   // allows it (the first call builds its tables).
