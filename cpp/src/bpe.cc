@@ -15,6 +15,7 @@
 
 #include "tokenmill/error.h"
 #include "tokenmill/utf8.h"
+#include "merge_lookup.h"
 
 #if defined(__linux__)
 #include <sys/mman.h>
@@ -25,7 +26,6 @@ namespace tokenmill {
 namespace {
 
 constexpr uint32_t kNoRank = std::numeric_limits<uint32_t>::max();
-constexpr uint64_t kNoMerge = ~uint64_t{0};
 // Up to this many symbols, a scan of the pair ranks per merge (two lookups each) beats a heap;
 // beyond it the heap keeps long pieces O(n log n). Measured on Chinese (pieces of 20-100
 // bytes): 48 beat 256 by a fifth.
@@ -50,14 +50,6 @@ bool is_ascii(std::string_view s) {
 }
 
 std::atomic<uint64_t> next_serial{1};  // model serial numbers; 0 marks an empty cache slot
-
-// The pair filter: 2^21 bits, indexed by the top bits of a multiplicative hash of the pair.
-constexpr int kPairFilterBits = 21;
-constexpr std::size_t kPairFilterWords = (std::size_t{1} << kPairFilterBits) / 64;
-constexpr uint64_t kPairHashMul = 0x9E3779B97F4A7C15ULL;
-inline uint64_t pair_filter_bit(uint64_t key) {
-  return (key * kPairHashMul) >> (64 - kPairFilterBits);
-}
 
 }  // namespace
 
@@ -210,18 +202,6 @@ bool BPEModel::lookup(std::string_view token, uint32_t& id) const {
   return vocab_.find(token, id);
 }
 
-// A small direct-mapped cache of recent pair lookups, one per thread: the merge table of a large
-// vocabulary is megabytes (a cache miss per lookup), while the pairs of real text repeat (the
-// bytes of common characters), so most lookups hit these 64 KiB instead. Entries carry the
-// serial number of the model they came from (never reused, unlike an address), so models never
-// see each other's.
-struct PairCacheEntry {
-  uint64_t model;
-  uint64_t key;
-  uint64_t value;  // packed rank/result, or kNoMerge
-};
-constexpr int kPairCacheBits = 12;
-constexpr std::size_t kPairCacheSize = std::size_t{1} << kPairCacheBits;
 namespace {
 thread_local PairCacheEntry pair_cache[kPairCacheSize];
 }  // namespace
@@ -230,25 +210,6 @@ PairCacheEntry* BPEModel::pair_cache_of_thread() { return pair_cache; }
 
 std::size_t set_backtrack_bytes(std::size_t bytes) { return backtrack_bytes.exchange(bytes); }
 std::size_t backtrack_threshold() { return backtrack_bytes.load(std::memory_order_relaxed); }
-
-bool BPEModel::find_merge(uint32_t left, uint32_t right, uint32_t& rank, uint32_t& result,
-                          PairCacheEntry* cache) const {
-  const uint64_t key = pair_key(left, right);
-  const uint64_t bit = pair_filter_bit(key);
-  if (((pair_filter_[bit >> 6] >> (bit & 63)) & 1) == 0) return false;
-  PairCacheEntry& slot = cache[(key * kPairHashMul) >> (64 - kPairCacheBits)];
-  uint64_t packed = 0;
-  if (slot.model == serial_ && slot.key == key) {
-    packed = slot.value;
-  } else {
-    if (!merges_.find(key, packed)) packed = kNoMerge;
-    slot = {serial_, key, packed};
-  }
-  if (packed == kNoMerge) return false;
-  rank = static_cast<uint32_t>(packed >> 32);
-  result = static_cast<uint32_t>(packed & 0xFFFFFFFFu);
-  return true;
-}
 
 bool BPEModel::all_bytes_known(std::string_view ch) const {
   for (char c : ch) {

@@ -24,6 +24,7 @@
 #include <cstring>
 
 #include "tokenmill/bpe.h"
+#include "merge_lookup.h"
 
 namespace tokenmill {
 

@@ -11,6 +11,7 @@
 #include <algorithm>
 
 #include "tokenmill/bpe.h"
+#include "merge_lookup.h"
 
 namespace tokenmill {
 
