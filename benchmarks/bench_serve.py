@@ -3,7 +3,8 @@
 - hostile inputs (1 MB of "a", random letters, digits, a base64 blob, one CJK character
   repeated, FASTA-like records of 40 kB pieces) at 100 kB and 1 MB: how time grows with size,
   and tokenmill against tiktoken, for the first encode of a fresh process and in the steady
-  state after it (the median of three more texts of the kind);
+  state after it (the median of three more texts of the kind); and, when it is installed,
+  against the leader ``gigatoken`` (its tiktoken-style call, lists as ours and tiktoken's);
 - decode throughput on the ids of English and Chinese text (MB/s of text produced);
 - batch encoding on every core against tokenmill's own single thread;
 - ``tokenmill encode-corpus`` end to end at two corpus sizes: MB/s and peak memory.
@@ -19,6 +20,7 @@ from __future__ import annotations
 
 import argparse
 import base64
+import importlib.util
 import json
 import os
 import random
@@ -63,7 +65,18 @@ def open_encoding(engine: str, data: Path, name: str) -> Any:
         import tokenmill
 
         return tokenmill.load(name, path=data / "tokenizers" / "tiktoken")
+    if engine == "gigatoken":
+        import gigatoken
+
+        return gigatoken.Tokenizer.from_tiktoken(
+            data / "tokenizers" / "tiktoken" / f"{name}.tiktoken").as_tiktoken()
     return tiktoken_encoding(data, name)
+
+
+def hostile_engines() -> tuple[str, ...]:
+    """tokenmill, tiktoken, and gigatoken where it is installed."""
+    peers = ("gigatoken",) if importlib.util.find_spec("gigatoken") is not None else ()
+    return ("tokenmill", "tiktoken", *peers)
 
 
 # -- workers ---------------------------------------------------------------------------------
@@ -193,13 +206,19 @@ def encode_corpus_run(args: argparse.Namespace, corpus: Path, out: Path) -> dict
 def benchmark(args: argparse.Namespace, work: Path) -> dict[str, Any]:
     base = {"data": str(args.data)}
     rows: list[tuple[str, str, float | None, float | None]] = []
+    engines = hostile_engines()
     for name in ENCODINGS:
         for kind in HOSTILE:
             t = {size: medians_of(args, {**base, "task": "hostile", "encoding": name,
-                                         "kind": kind, "size": size}, ("s", "steady_s"))
+                                         "kind": kind, "size": size},
+                                  ("s", "steady_s", "tokens"), engines)
                  for size in SIZES}
+            for size in SIZES:
+                counts = {e: t[size][e]["tokens"] for e in engines if t[size][e]["tokens"]}
+                if len(set(counts.values())) > 1:
+                    raise SystemExit(f"{name} {kind} {size}: token counts differ: {counts}")
             for key, when in (("steady_s", "steady"), ("s", "first call")):
-                for engine in ("tokenmill", "tiktoken"):
+                for engine in engines:
                     small, big = t[SIZES[0]][engine][key], t[SIZES[1]][engine][key]
                     log(f"{name} {kind:8} {engine:9} {when}: 100 kB {small} s, 1 MB {big} s")
                 tm, tt = t[SIZES[1]]["tokenmill"][key], t[SIZES[1]]["tiktoken"][key]
@@ -209,6 +228,9 @@ def benchmark(args: argparse.Namespace, work: Path) -> dict[str, Any]:
                 rows.append((section, "1 MB / 100 kB time, tiktoken",
                              tt, t[SIZES[0]]["tiktoken"][key]))
                 rows.append((section, "1 MB: tiktoken s / tokenmill s (>= 10)", tt, tm))
+                if "gigatoken" in engines:
+                    rows.append((section, "1 MB: gigatoken s / tokenmill s (> 1: we lead)",
+                                 t[SIZES[1]]["gigatoken"][key], tm))
         setup = medians(args, {**base, "task": "hostile", "encoding": name, "kind": "a",
                                "size": 1000}, "setup_s", engines=("tokenmill",))["tokenmill"]
         log(f"{name} long-piece tables, built once per model: {setup} s")
