@@ -94,8 +94,9 @@ struct BPEModel::Backtrack {
   // prefix is never missing (each is added from the token that has it).
   PrefixTable prefixes;
   // By token id (kNone / 0 for ids the encoder never gives):
-  // All of it in one 32-byte record a token: a random text's walk reads a few fields of each
-  // token it meets, and six arrays cost up to six misses a token where this costs one.
+  // All the search reads of a token in one 32-byte record (its bytes, past the first eight,
+  // are read through `bytes` only on a match): a random text's walk reads a few fields of
+  // each token it meets, and six arrays cost up to six misses a token where this costs one.
   struct Token {
     uint64_t head = 0;  // the token's first eight bytes, zero-padded (as the text's are read)
     uint32_t length = 0;
@@ -155,7 +156,7 @@ struct BPEModel::Backtrack {
   }
   bool maybe_short_prefix(uint64_t key) const {
     const uint64_t bit = short_bit(key);
-    return ((short_prefixes[bit >> 6] >> (bit & 63)) & 1) != 0;
+    return ((short_prefixes[static_cast<std::size_t>(bit >> 6)] >> (bit & 63)) & 1) != 0;
   }
 };
 
@@ -263,7 +264,7 @@ std::shared_ptr<const BPEModel::Backtrack> BPEModel::build_backtrack() const {
       h = prefix_step(h, static_cast<unsigned char>(bytes[i]));
       if (i < 2) continue;
       const uint64_t bit = Backtrack::short_bit(prefix_key(h));
-      bt->short_prefixes[bit >> 6] |= uint64_t{1} << (bit & 63);
+      bt->short_prefixes[static_cast<std::size_t>(bit >> 6)] |= uint64_t{1} << (bit & 63);
     }
   }
   for (int b = 0; b < 256; ++b) bt->byte_token[b] = static_cast<uint32_t>(symbol_of_byte_[b]);
@@ -368,6 +369,7 @@ bool BPEModel::encode_long_ids(std::string_view piece, std::vector<uint32_t>& id
 bool BPEModel::encode_backtrack(const Backtrack& bt, std::string_view word,
                                 std::vector<uint32_t>& out, PairCacheEntry* cache) const {
   const std::size_t n = word.size();
+  if (n == 0) return true;  // no tokens (and no byte to read)
   // dead[p]: no encoding of the rest goes on from position p (found by stepping back from it).
   std::vector<uint64_t> dead(n / 64 + 1, 0);
   auto is_dead = [&](std::size_t p) { return (dead[p >> 6] >> (p & 63)) & 1; };

@@ -22,7 +22,7 @@ inline uint64_t pair_filter_bit(uint64_t key) {
 
 // A small direct-mapped cache of recent pair lookups, one per thread: the merge table of a large
 // vocabulary is megabytes (a cache miss per lookup), while the pairs of real text repeat (the
-// bytes of common characters), so most lookups hit these 64 KiB instead. Entries carry the
+// bytes of common characters), so most lookups hit these 96 KiB instead. Entries carry the
 // serial number of the model they came from (never reused, unlike an address), so models never
 // see each other's.
 struct PairCacheEntry {

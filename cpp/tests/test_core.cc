@@ -63,7 +63,8 @@ void test_encode_hostile_words() {
 
 // A byte-level model whose every byte is a token, with merges that build up (as backtracking
 // needs): ab, cd, abcd, aa, aaaa, aaaaaaaa, aaaaaaaaab (a head of eight bytes and two past
-// it), bc.
+// it), bc, and \x01\x02, \x01\x02\x03 (bytes that do not print: the three-byte table skips
+// them, and the prefix filter is asked about three bytes, not four).
 tokenmill::BPEModel byte_model() {
   std::vector<std::string> tokens;
   std::vector<uint32_t> ids;
@@ -71,15 +72,17 @@ tokenmill::BPEModel byte_model() {
     tokens.emplace_back(1, static_cast<char>(b));
     ids.push_back(static_cast<uint32_t>(b));
   }
-  const char* made[] = {"ab", "cd", "abcd", "aa", "aaaa", "aaaaaaaa", "aaaaaaaaab", "bc"};
-  for (uint32_t k = 0; k < 8; ++k) {
+  const char* made[] = {"ab",         "cd", "abcd",     "aa",        "aaaa",
+                        "aaaaaaaa",   "aaaaaaaaab",   "bc", "\x01\x02", "\x01\x02\x03"};
+  for (uint32_t k = 0; k < 10; ++k) {
     tokens.emplace_back(made[k]);
     ids.push_back(256 + k);
   }
   const uint32_t a = 'a', b = 'b', c = 'c', d = 'd';
   std::vector<tokenmill::Merge> merges = {{a, b, 256},   {c, d, 257},   {256, 257, 258},
                                           {a, a, 259},   {259, 259, 260}, {260, 260, 261},
-                                          {261, 256, 262}, {b, c, 263}};
+                                          {261, 256, 262}, {b, c, 263},  {1, 2, 264},
+                                          {264, 3, 265}};
   tokenmill::BPEOptions opt;
   opt.byte_symbols = true;
   opt.ignore_merges = true;
@@ -91,11 +94,16 @@ void test_backtracking_reads_inside_the_piece() {
   // word of eight bytes where it can and fewer at the end; its ids must be the merges' ids.
   const tokenmill::BPEModel model = byte_model();
   uint64_t state = 7;
-  const char alphabet[] = "aabcd";
-  for (int round = 0; round < 2000; ++round) {
-    const std::size_t n = 1 + tokenmill::splitmix64(state) % (round < 1900 ? 24 : 700);
+  std::vector<uint32_t> none;
+  check(model.encode_backtrack_ids(std::string_view{}, none) && none.empty(),
+        "an empty piece has no tokens (and no byte is read)");
+  const char alphabet[] = "aabcd\x01\x02\x03";
+  for (int round = 0; round < 3000; ++round) {
+    const std::size_t n = 1 + tokenmill::splitmix64(state) % (round < 2900 ? 24 : 700);
+    // Half the pieces from the letters only, half with the three bytes that do not print.
+    const uint64_t letters = round % 2 == 0 ? 5 : 8;
     std::vector<char> buffer(n);
-    for (char& ch : buffer) ch = alphabet[tokenmill::splitmix64(state) % 5];
+    for (char& ch : buffer) ch = alphabet[tokenmill::splitmix64(state) % letters];
     const std::string_view piece(buffer.data(), n);
     std::vector<uint32_t> bytes;
     for (char ch : buffer) bytes.push_back(static_cast<unsigned char>(ch));

@@ -36,7 +36,7 @@ struct TokenSpan {
   uint32_t end;
 };
 
-struct PairCacheEntry;   // bpe.cc: a per-thread cache of merge lookups
+struct PairCacheEntry;   // merge_lookup.h: a per-thread cache of merge lookups
 struct PieceCacheSet;    // bpe.cc: a cache of short pieces' tokens, shared by threads
 struct PieceKey;
 
@@ -206,8 +206,9 @@ class BPEModel {
   mutable std::shared_ptr<const Backtrack> backtrack_;
   bool lookup(std::string_view token, uint32_t& id) const;
   // cache: this thread's pair cache (looked up once per word: thread-local access is a call).
-  bool find_merge(uint32_t left, uint32_t right, uint32_t& rank, uint32_t& result,
-                  PairCacheEntry* cache) const;
+  // Defined in cpp/src/merge_lookup.h, which every file that calls it includes (inlined).
+  inline bool find_merge(uint32_t left, uint32_t right, uint32_t& rank, uint32_t& result,
+                         PairCacheEntry* cache) const;
 
   BPEOptions options_;
   uint64_t serial_;  // distinguishes this model's entries in the per-thread pair cache
