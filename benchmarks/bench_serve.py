@@ -214,7 +214,8 @@ def benchmark(args: argparse.Namespace, work: Path) -> dict[str, Any]:
                                   ("s", "steady_s", "tokens"), engines)
                  for size in SIZES}
             for size in SIZES:
-                counts = {e: t[size][e]["tokens"] for e in engines if t[size][e]["tokens"]}
+                counts = {e: t[size][e]["tokens"] for e in engines
+                          if t[size][e]["tokens"] is not None}  # (None: timed out)
                 if len(set(counts.values())) > 1:
                     raise SystemExit(f"{name} {kind} {size}: token counts differ: {counts}")
             for key, when in (("steady_s", "steady"), ("s", "first call")):

@@ -469,11 +469,6 @@ PieceCacheSet* shared_piece_cache() {
 // A model's tag in the piece cache: never 0, and distinct for 2^32 - 1 models in a row.
 uint32_t piece_tag(uint64_t serial) { return static_cast<uint32_t>(serial % 0xFFFFFFFFu) + 1; }
 
-// A word's first `have` bytes (all of them from 8 on), on a little-endian machine.
-inline uint64_t low_bytes(std::size_t have) {
-  return have >= 8 ? ~uint64_t{0} : (uint64_t{1} << (8 * have)) - 1;
-}
-
 inline uint64_t piece_hash(const PieceKey& k, std::size_t len) {
   return ((k.word[0] * 0x9E3779B97F4A7C15ULL) ^ (k.word[1] * 0xC2B2AE3D27D4EB4FULL) ^
           (k.word[2] * 0x165667B19E3779F9ULL) ^ (k.word[3] * 0x27D4EB2F165667C5ULL) ^ len) *

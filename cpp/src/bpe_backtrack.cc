@@ -120,7 +120,7 @@ struct BPEModel::Backtrack {
     uint64_t word = 0;
     if (kLittleEndian && p + 8 <= text.size()) {
       std::memcpy(&word, text.data() + p, 8);
-      if (head_len < 8) word &= (uint64_t{1} << (8 * head_len)) - 1;
+      word &= low_bytes(head_len);
     } else {
       std::memcpy(&word, text.data() + p, head_len);
     }
@@ -237,8 +237,10 @@ std::shared_ptr<const BPEModel::Backtrack> BPEModel::build_backtrack() const {
     added += r.size();
   }
   // The prefix table. A token's prefixes up to its left part's length are the left part's,
-  // added before it: only the longer ones are new.
+  // added before it: only the longer ones are new. The prefixes of three and four bytes also
+  // set their bits in the filter.
   bt->prefixes.reserve(added);
+  bt->short_prefixes.assign((std::size_t{1} << Backtrack::kShortBits) / 64, 0);
   for (std::size_t k = 0; k < order.size(); ++k) {
     const uint32_t t = order[k];
     const std::string_view bytes = bt->spelling(t);
@@ -247,6 +249,10 @@ std::shared_ptr<const BPEModel::Backtrack> BPEModel::build_backtrack() const {
     for (std::size_t i = 0; i < bytes.size(); ++i) {
       h = prefix_step(h, static_cast<unsigned char>(bytes[i]));
       if (i < from) continue;
+      if (i == 2 || i == 3) {
+        const uint64_t bit = Backtrack::short_bit(prefix_key(h));
+        bt->short_prefixes[static_cast<std::size_t>(bit >> 6)] |= uint64_t{1} << (bit & 63);
+      }
       if (i + 1 < bytes.size()) {
         bt->prefixes.at(prefix_key(h));
       } else {
@@ -254,17 +260,6 @@ std::shared_ptr<const BPEModel::Backtrack> BPEModel::build_backtrack() const {
         if (value != 0) return nullptr;  // two tokens with one key: give up on the table
         value = t + 1;
       }
-    }
-  }
-  bt->short_prefixes.assign((std::size_t{1} << Backtrack::kShortBits) / 64, 0);
-  for (std::size_t k = first_made; k < order.size(); ++k) {
-    const std::string_view bytes = bt->spelling(order[k]);
-    uint64_t h = kPrefixSeed;
-    for (std::size_t i = 0; i < std::min<std::size_t>(bytes.size(), 4); ++i) {
-      h = prefix_step(h, static_cast<unsigned char>(bytes[i]));
-      if (i < 2) continue;
-      const uint64_t bit = Backtrack::short_bit(prefix_key(h));
-      bt->short_prefixes[static_cast<std::size_t>(bit >> 6)] |= uint64_t{1} << (bit & 63);
     }
   }
   for (int b = 0; b < 256; ++b) bt->byte_token[b] = static_cast<uint32_t>(symbol_of_byte_[b]);

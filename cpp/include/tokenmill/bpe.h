@@ -48,6 +48,11 @@ inline constexpr bool kLittleEndian = true;
 inline constexpr bool kLittleEndian = false;
 #endif
 
+// The mask of a word's first `have` bytes (all of them from 8 on), on a little-endian machine.
+inline uint64_t low_bytes(std::size_t have) {
+  return have >= 8 ? ~uint64_t{0} : (uint64_t{1} << (8 * have)) - 1;
+}
+
 // The merge table's key of a pair of ids.
 inline uint64_t pair_key(uint32_t left, uint32_t right) {
   return (static_cast<uint64_t>(left) << 32) | right;
