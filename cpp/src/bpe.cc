@@ -37,17 +37,6 @@ constexpr std::size_t kBucketThreshold = 32768;
 // allows it. Its first use builds the tables (50 ms for cl100k_base, 130 ms for o200k_base),
 // which only pays where the heap's O(n log n) would cost as much; tests lower it.
 std::atomic<std::size_t> backtrack_bytes{32768};
-// Longer words are not cached: they are rare and would crowd out the frequent short ones (on
-// Chinese, where most pieces are long and distinct, 64 cost 7% in lookups that missed).
-constexpr std::size_t kMaxCachedWordBytes = 32;
-// With the piece cache, ASCII pieces above its 32 bytes go to the word cache up to this length.
-constexpr std::size_t kMaxCachedLongBytes = 256;
-
-bool is_ascii(std::string_view s) {
-  unsigned char any = 0;
-  for (char c : s) any |= static_cast<unsigned char>(c);
-  return any < 0x80;
-}
 
 std::atomic<uint64_t> next_serial{1};  // model serial numbers; 0 marks an empty cache slot
 
@@ -165,7 +154,10 @@ BPEModel::BPEModel(const std::vector<std::string>& tokens, const std::vector<uin
     : BPEModel(vocab_map(tokens, ids), merges, std::move(options)) {}
 
 BPEModel::BPEModel(StringMap vocab, const std::vector<Merge>& merges, BPEOptions options)
-    : options_(std::move(options)), serial_(next_serial.fetch_add(1)), vocab_(std::move(vocab)) {
+    : options_(std::move(options)),
+      serial_(next_serial.fetch_add(1)),
+      vocab_(std::move(vocab)),
+      word_cache_(options_.cache_capacity) {
   merges_.reserve(merges.size());
   merge_count_ = merges.size();
   merges_build_up_ = merges_build_up(merges);
@@ -626,7 +618,7 @@ void BPEModel::encode_marked_piece(std::string_view piece, uint32_t offset,
   const std::size_t first = out.size();
   // Kept there before the mark was written; gone only if another model shared the tag (2^32
   // models on): then merged.
-  if (!find_cached_word(piece, out)) encode_word_uncached(piece, out);
+  if (!find_cached_word(piece, hash_bytes(piece), out)) encode_word_uncached(piece, out);
   shift_spans(out, first, offset);
 }
 
@@ -656,9 +648,10 @@ void BPEModel::encode_missed_piece(std::string_view piece, uint32_t offset, cons
              keep_cached_word(piece, out.data() + first, count)) {
     // Too many tokens for an entry. An ASCII piece (a long identifier, a run of symbols) was
     // merged byte by byte, microseconds of work: it goes to the word cache, and the entry says
-    // to look there. Other pieces start from whole characters and merge again faster than the
-    // word cache finds them; and a piece the word cache has no room for gets no entry (it would
-    // only send each meeting to a lock and a failed search before the merging).
+    // to look there. Other pieces start from whole characters and merge again nearly as fast
+    // as the word cache finds them (keeping Chinese ones made a first pass over Chinese 13%
+    // slower, for 10% on a second); and a piece the word cache has no room for gets no entry
+    // (it would only send each meeting to a failed search before the merging).
     meta = piece.size() | uint64_t{kWordCacheMark} << 8;
   }
   shift_spans(out, first, offset);
@@ -763,14 +756,17 @@ void BPEModel::encode_pieces_ids(std::string_view text, const uint32_t* bounds, 
   for (std::size_t k = emitted; k < n; ++k) {
     const std::string_view piece = text.substr(bounds[2 * k], bounds[2 * k + 1] - bounds[2 * k]);
     if (piece.empty() || emit_found(found[k])) continue;
-    spans.clear();
     if (found[k].meta != 0) {
-      encode_marked_piece(piece, 0, spans);
-    } else if (piece.size() > kPieceKeyBytes) {
-      encode_word_uncached(piece, spans);
-    } else {
-      encode_missed_piece(piece, 0, keys[k], piece_slot(cache, keys[k]), spans);
+      // Marked: its tokens are in the word cache (kept there before the mark was written).
+      if (!find_cached_ids(piece, ids)) encode_word_ids(piece, ids, spans);
+      continue;
     }
+    if (piece.size() > kPieceKeyBytes) {
+      encode_word_ids(piece, ids, spans);
+      continue;
+    }
+    spans.clear();
+    encode_missed_piece(piece, 0, keys[k], piece_slot(cache, keys[k]), spans);
     for (const TokenSpan& s : spans) ids.push_back(s.id);
   }
   if (spans.capacity() > kScratchKept) std::vector<TokenSpan>().swap(spans);
@@ -785,17 +781,46 @@ void BPEModel::encode_word_uncached(std::string_view word, std::vector<TokenSpan
     out.push_back({whole, 0, static_cast<uint32_t>(len)});
     return;
   }
-  // The shared word cache serves the models whose short pieces skip the piece cache, and, for
-  // the others, ASCII pieces too long for it: runs of indentation, comment rulers, long names
-  // in code, each merged byte by byte in microseconds, where finding it again costs a lock and
-  // a search. (Long non-ASCII pieces, as most of Chinese is, are new nearly every time: keeping
-  // them cost first meetings more than it saved.)
-  const bool cacheable =
-      options_.cache_capacity > 0 &&
-      (piece_cached() ? word.size() > kPieceKeyBytes && word.size() <= kMaxCachedLongBytes &&
-                            is_ascii(word)
-                      : word.size() <= kMaxCachedWordBytes);
-  if (cacheable && find_cached_word(word, out)) return;
+  if (!word_cacheable(word)) {
+    merge_word(word, out, nullptr);
+    return;
+  }
+  const uint64_t hash = hash_bytes(word);
+  if (!find_cached_word(word, hash, out)) merge_word(word, out, &hash);
+}
+
+void BPEModel::encode_word_ids(std::string_view word, std::vector<uint32_t>& ids,
+                               std::vector<TokenSpan>& scratch) const {
+  uint32_t whole = 0;
+  if (options_.ignore_merges && lookup(word, whole)) {
+    ids.push_back(whole);
+    return;
+  }
+  const bool cacheable = word_cacheable(word);
+  const uint64_t hash = cacheable ? hash_bytes(word) : 0;
+  WordCache::Found found;
+  if (cacheable && word_cache_.find(word, hash, found)) {
+    ids.insert(ids.end(), found.ids, found.ids + found.count);
+    return;
+  }
+  scratch.clear();
+  merge_word(word, scratch, cacheable ? &hash : nullptr);
+  for (const TokenSpan& s : scratch) ids.push_back(s.id);
+}
+
+// The word cache serves the models whose short pieces skip the piece cache, and, for the others,
+// the pieces too long for it: most of Chinese and Japanese (runs of characters between
+// punctuation), runs of indentation and comment rulers in code. Finding one costs a hash and a
+// comparison; keeping a new one, a copy of its bytes and ids. On 4 MB of Chinese with
+// cl100k_base (alternated runs), a first pass was 10% slower for it (its records take fresh
+// memory, which this machine gives slowly), a second 53% faster.
+bool BPEModel::word_cacheable(std::string_view word) const {
+  return options_.cache_capacity > 0 && (!piece_cached() || word.size() > kPieceKeyBytes) &&
+         word.size() <= WordCache::kMaxWordBytes;
+}
+
+void BPEModel::merge_word(std::string_view word, std::vector<TokenSpan>& out,
+                          const uint64_t* keep_hash) const {
   if (word.size() >= backtrack_threshold()) {
     const Backtrack* bt = backtrack();
     if (bt != nullptr && encode_backtrack(*bt, word, out, pair_cache)) return;
@@ -809,34 +834,55 @@ void BPEModel::encode_word_uncached(std::string_view word, std::vector<TokenSpan
   const std::size_t first = out.size();
   for (const Symbol& s : syms) out.push_back({s.id, s.start, s.end});
   if (syms.capacity() > kScratchKept) std::vector<Symbol>().swap(syms);
-  if (cacheable) keep_cached_word(word, out.data() + first, out.size() - first);
+  if (keep_hash != nullptr && !word_cache_.full()) {
+    word_cache_.keep(word, *keep_hash, out.data() + first, out.size() - first,
+                     spans_are_token_lengths(out.data() + first, out.size() - first));
+  }
 }
 
-// Threads share the word cache in shards, each behind its own lock, so they rarely wait on one
-// another (a single lock made two threads slower than one).
-bool BPEModel::find_cached_word(std::string_view word, std::vector<TokenSpan>& out) const {
-  CacheShard& shard = cache_[hash_bytes(word) % kCacheShards];
-  std::lock_guard<std::mutex> lock(shard.mutex);
-  auto it = shard.words.find(std::string(word));
-  if (it == shard.words.end()) return false;
-  out.insert(out.end(), it->second.begin(), it->second.end());
+bool BPEModel::spans_are_token_lengths(const TokenSpan* tokens, std::size_t count) const {
+  // A byte-level model's tokens are the bytes they cover, but for its unknown token.
+  if (!options_.byte_symbols) return false;
+  for (std::size_t k = 0; k < count; ++k) {
+    if (static_cast<int64_t>(tokens[k].id) == options_.unk_id) return false;
+  }
+  return true;
+}
+
+bool BPEModel::find_cached_word(std::string_view word, uint64_t hash,
+                                std::vector<TokenSpan>& out) const {
+  WordCache::Found found;
+  if (!word_cache_.find(word, hash, found)) return false;
+  if (found.spans != nullptr) {
+    for (std::size_t k = 0; k < found.count; ++k) {
+      out.push_back({found.ids[k], found.spans[k] & 0xFFFFu, found.spans[k] >> 16});
+    }
+    return true;
+  }
+  // Tokens end to end over the word's bytes: each ends its token's length on.
+  const std::vector<std::string_view>& token_of_id = tokens_by_id();
+  uint32_t at = 0;
+  for (std::size_t k = 0; k < found.count; ++k) {
+    const uint32_t id = found.ids[k];
+    const uint32_t end = at + static_cast<uint32_t>(token_of_id[id].size());
+    out.push_back({id, at, end});
+    at = end;
+  }
+  return true;
+}
+
+bool BPEModel::find_cached_ids(std::string_view word, std::vector<uint32_t>& ids) const {
+  WordCache::Found found;
+  if (!word_cache_.find(word, hash_bytes(word), found)) return false;
+  ids.insert(ids.end(), found.ids, found.ids + found.count);
   return true;
 }
 
 bool BPEModel::keep_cached_word(std::string_view word, const TokenSpan* tokens,
                                 std::size_t count) const {
-  CacheShard& shard = cache_[hash_bytes(word) % kCacheShards];
-  // A full cache stops growing rather than evicting: frequent words arrive early. Once full,
-  // it is not asked again: on text of new pieces (a base64 blob) a lock, a copy of the word and
-  // a search per piece, all for nothing, were a sixth of the time.
-  if (shard.full.load(std::memory_order_relaxed)) return false;
-  std::lock_guard<std::mutex> lock(shard.mutex);
-  if (shard.words.size() * kCacheShards >= options_.cache_capacity) {
-    shard.full.store(true, std::memory_order_relaxed);
-    return shard.words.count(std::string(word)) != 0;
-  }
-  shard.words.emplace(std::string(word), std::vector<TokenSpan>(tokens, tokens + count));
-  return true;
+  return !word_cache_.full() &&
+         word_cache_.keep(word, hash_bytes(word), tokens, count,
+                          spans_are_token_lengths(tokens, count));
 }
 
 std::vector<uint32_t> BPEModel::merge_ids(const std::vector<uint32_t>& ids) const {

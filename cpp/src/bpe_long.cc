@@ -128,9 +128,7 @@ void BPEModel::apply_merges_buckets(std::vector<Symbol>& syms, PairCacheEntry* c
   syms.resize(out);
 }
 
-std::size_t BPEModel::decode_bytes(const std::vector<uint32_t>& ids,
-                                   const std::vector<uint32_t>& skip,
-                                   const std::vector<uint32_t>& stop, std::string& out) const {
+const std::vector<std::string_view>& BPEModel::tokens_by_id() const {
   // The id -> bytes table costs 16 bytes an id: built when first needed, not at load.
   std::call_once(decode_once_, [this] {
     vocab_.for_each([this](std::string_view token, uint32_t id) {
@@ -138,16 +136,23 @@ std::size_t BPEModel::decode_bytes(const std::vector<uint32_t>& ids,
       token_of_id_[id] = token;
     });
   });
+  return token_of_id_;
+}
+
+std::size_t BPEModel::decode_bytes(const std::vector<uint32_t>& ids,
+                                   const std::vector<uint32_t>& skip,
+                                   const std::vector<uint32_t>& stop, std::string& out) const {
+  const std::vector<std::string_view>& token_of_id = tokens_by_id();
   auto listed = [](const std::vector<uint32_t>& sorted, uint32_t id) {
     return !sorted.empty() && std::binary_search(sorted.begin(), sorted.end(), id);
   };
   for (std::size_t k = 0; k < ids.size(); ++k) {
     const uint32_t id = ids[k];
     if (listed(skip, id)) continue;
-    if (id >= token_of_id_.size() || token_of_id_[id].data() == nullptr || listed(stop, id)) {
+    if (id >= token_of_id.size() || token_of_id[id].data() == nullptr || listed(stop, id)) {
       return k;
     }
-    out.append(token_of_id_[id]);
+    out.append(token_of_id[id]);
   }
   return ids.size();
 }

@@ -5,6 +5,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "check.h"
@@ -14,6 +15,7 @@
 #include "tokenmill/pretokenize.h"
 #include "tokenmill/text.h"
 #include "tokenmill/utf8.h"
+#include "tokenmill/word_cache.h"
 
 namespace {
 
@@ -115,6 +117,114 @@ void test_backtracking_reads_inside_the_piece() {
       return;
     }
   }
+}
+
+// The word cache on its own: words found as kept (spans or none), words of one hash told apart
+// by their bytes, the length and capacity limits, and two threads keeping and finding at once.
+void test_word_cache() {
+  using tokenmill::TokenSpan;
+  using tokenmill::WordCache;
+  WordCache cache(6);
+  WordCache::Found found{};
+  check(!cache.find("abc", 1, found) && cache.size() == 0, "an empty cache finds nothing");
+  const TokenSpan end_to_end[] = {{7, 0, 1}, {8, 1, 3}};
+  const TokenSpan gapped[] = {{9, 0, 1}, {10, 2, 3}};
+  check(cache.keep("abc", 42, end_to_end, 2, true), "a word is kept");
+  check(cache.keep("abd", 42, gapped, 2, true), "a word of the same hash is kept beside it");
+  check(cache.find("abc", 42, found) && found.count == 2 && found.ids[0] == 7 &&
+            found.ids[1] == 8 && found.spans == nullptr,
+        "tokens end to end over a byte-level word: ids only");
+  check(cache.find("abd", 42, found) && found.count == 2 && found.ids[1] == 10 &&
+            found.spans != nullptr && found.spans[1] == (2u | 3u << 16),
+        "tokens with a gap keep their spans");
+  check(!cache.find("abe", 42, found) && !cache.find("ab", 42, found),
+        "a word of the same hash but other bytes is not found");
+  check(cache.keep("abc", 42, gapped, 2, true) && cache.find("abc", 42, found) &&
+            found.ids[0] == 7 && cache.size() == 2,
+        "keeping a word again keeps the first tokens");
+  check(cache.keep("xyz", 43, end_to_end, 2, false) && cache.find("xyz", 43, found) &&
+            found.spans != nullptr && found.spans[1] == (1u | 3u << 16),
+        "a model that is not byte-level keeps spans");
+  check(cache.keep("", 5, nullptr, 0, true) && cache.find("", 5, found) && found.count == 0,
+        "the empty word");
+  const std::string longest(WordCache::kMaxWordBytes, 'x');
+  const std::string too_long(WordCache::kMaxWordBytes + 1, 'x');
+  const TokenSpan whole[] = {{11, 0, static_cast<uint32_t>(longest.size())}};
+  check(cache.keep(longest, 6, whole, 1, true) && cache.find(longest, 6, found) &&
+            found.ids[0] == 11,
+        "a word of the longest length kept is kept");
+  check(!cache.keep(too_long, 7, whole, 1, true) && !cache.find(too_long, 7, found) &&
+            !cache.full(),
+        "a longer word is not kept, and the cache is not full for it");
+  const TokenSpan far[] = {{12, 0, 70000}};
+  check(!cache.keep("far", 8, far, 1, false), "a span past 65535 is not kept");
+  check(cache.size() == 5 && cache.keep("w6", 10, end_to_end, 1, true) && !cache.full(),
+        "a sixth word fills it");
+  check(!cache.keep("w7", 11, end_to_end, 1, true) && cache.full() && cache.size() == 6 &&
+            !cache.find("w7", 11, found) && cache.find("abd", 42, found),
+        "a full cache keeps nothing more and still finds what it has");
+  WordCache tight(3);  // records of 192 words of 4 bytes at most
+  check(tight.keep("abc", 1, end_to_end, 2, true) && !tight.keep(longest, 6, whole, 1, true) &&
+            tight.full() && tight.find("abc", 1, found),
+        "a record past the cache's budget fills it");
+  WordCache off(0);
+  check(!off.keep("abc", 42, end_to_end, 2, true) && !off.find("abc", 42, found),
+        "a cache of capacity 0 keeps nothing");
+
+  // Two threads keep and find the same words (hashes chosen to collide in pairs); each word's
+  // single token is its number, whoever kept it.
+  WordCache shared(3000);
+  bool agreed[2] = {true, true};
+  auto work = [&](int who) {
+    WordCache::Found f{};
+    for (uint32_t round = 0; round < 3; ++round) {
+      for (uint32_t k = 0; k < 2000; ++k) {
+        const uint32_t w = who == 0 ? k : 1999 - k;
+        const std::string word = "word" + std::to_string(w);
+        const TokenSpan token[] = {{w, 0, static_cast<uint32_t>(word.size())}};
+        const uint64_t hash = uint64_t{w / 2} * 0x9E3779B97F4A7C15ULL;
+        if (shared.find(word, hash, f)) {
+          agreed[who] = agreed[who] && f.count == 1 && f.ids[0] == w && f.spans == nullptr;
+        } else {
+          agreed[who] = agreed[who] && round == 0 && shared.keep(word, hash, token, 1, true);
+        }
+      }
+    }
+  };
+  std::thread other(work, 1);
+  work(0);
+  other.join();
+  check(agreed[0] && agreed[1] && shared.size() == 2000,
+        "threads keeping and finding at once agree on every word");
+}
+
+// Words merged once and then found in the word cache give the same spans: a byte-level model's
+// long piece (ids kept, spans from the tokens' lengths) and a word with an unknown character in
+// a model over characters (spans kept).
+void test_models_find_what_they_kept() {
+  const tokenmill::BPEModel bytes = byte_model();
+  const std::string piece = "xabcdaaaaaaaaab\x01\x02\x03 abcd bc aaaa zz aab cd";  // 41 bytes
+  std::vector<tokenmill::TokenSpan> first, again;
+  bytes.encode_word(piece, first);
+  bytes.encode_word(piece, again);
+  bool same = first.size() == again.size() && first.back().end == piece.size();
+  for (std::size_t k = 0; same && k < first.size(); ++k) {
+    same = first[k].id == again[k].id && first[k].start == again[k].start &&
+           first[k].end == again[k].end;
+  }
+  check(same, "a long piece found in the word cache has its merged spans");
+  const tokenmill::BPEModel chars = small_model();
+  first.clear();
+  again.clear();
+  chars.encode_word("ab\xE8\xAF\x80" "aab", first);
+  chars.encode_word("ab\xE8\xAF\x80" "aab", again);
+  same = first.size() == 4 && first.size() == again.size();
+  for (std::size_t k = 0; same && k < first.size(); ++k) {
+    same = first[k].id == again[k].id && first[k].start == again[k].start &&
+           first[k].end == again[k].end;
+  }
+  check(same && again[1].id == 4 && again[1].start == 2 && again[1].end == 3,
+        "a word with an unknown character found in the word cache has its spans");
 }
 
 void test_trainer_large_counts_and_errors() {
@@ -229,6 +339,8 @@ int main() {
   test_code_units_to_utf8();
   test_encode_hostile_words();
   test_backtracking_reads_inside_the_piece();
+  test_word_cache();
+  test_models_find_what_they_kept();
   test_trainer_large_counts_and_errors();
   if (failures == 0) std::printf("core tests: all passed\n");
   return failures == 0 ? 0 : 1;

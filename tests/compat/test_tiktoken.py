@@ -130,29 +130,41 @@ def test_backtracking_alone_cuts_every_piece_as_tiktoken(shared_data, encodings,
 def test_pieces_the_piece_cache_cannot_hold(shared_data, encodings, pairs, monkeypatch, name,
                                             capacity):
     # An ASCII piece of more than four tokens (a long identifier) is kept in the word cache and
-    # its piece-cache entry says so; so is an ASCII piece of 33-256 bytes (runs of indentation,
-    # comment rulers), looked for there before it is merged; non-ASCII ones and longer pieces
-    # are merged each time. Each is met again and again here: with the default cache, and with
-    # one so small (16 words, one a shard) that most find it full, are not kept, and are merged
-    # each time.
+    # its piece-cache entry says so; so is any piece of 33-1024 bytes (runs of indentation,
+    # comment rulers, clauses of Chinese), looked for there before it is merged; short non-ASCII
+    # pieces of more than four tokens and longer pieces are merged each time. Each is met again
+    # and again here: with the default cache, and with one so small (16 words) that most find it
+    # full, are not kept, and are merged each time. Offsets (the word cache keeps a byte-level
+    # model's ids only, the spans following from the tokens' lengths) are those of a tokenizer
+    # without caches.
     from tokenmill.formats import tiktoken as tiktoken_format
 
+    path = shared_data / encodings[name]["file"]
+    monkeypatch.setattr(tiktoken_format, "CACHE_CAPACITY", 0)
+    uncached = tokenmill.load(name, path=path)
+    monkeypatch.undo()
     if capacity is not None:
         monkeypatch.setattr(tiktoken_format, "CACHE_CAPACITY", capacity)
-    tok = tokenmill.load(name, path=shared_data / encodings[name]["file"])
+    tok = tokenmill.load(name, path=path)
     ref = pairs[name][1]
     rnd = random.Random(name)
     words = ["Brotli", "Decoder", "Error", "Code", "Assertion", "Tester", "Conforming", "Object",
              "Qx", "zz", "Unaligned", "Read", "\u00e9t\u00e9", "\u4e2d\u6587"]
     pieces = [" " + "".join(rnd.choices(words, k=rnd.randint(3, 9))) for _ in range(300)]
-    pieces += [" " * k for k in (*range(30, 45), 255, 256, 257, 300)]
+    pieces += [" " * k for k in (*range(30, 45), 255, 256, 257, 300, 1024, 1025)]
     pieces += ["=" * k for k in range(5, 80, 7)] + [" /*" + "-" * k for k in (40, 253, 254, 300)]
+    han = [chr(c) for c in range(0x4E00, 0x4E00 + 300)]
+    pieces += ["\u3002" + "".join(rnd.choices(han, k=rnd.randint(4, 60))) for _ in range(100)]
+    pieces += ["\u3002" + "\u6587" * k for k in (340, 341, 342, 400)]  # 1023-1203 bytes
     texts = ["".join(rnd.choices(pieces, k=20)) + "\n" for _ in range(200)]
     expected = ref.encode_ordinary_batch(texts)
+    offsets = [uncached.encode(t, disallowed_special=()).offsets for t in texts[:50]]
     for _ in range(2):
         assert [tok.encode_ordinary(t) for t in texts] == expected
         assert tok.encode_ordinary_batch(texts, num_threads=2) == expected
-        assert [tok.encode(t, disallowed_special=()).ids for t in texts[:50]] == expected[:50]
+        encodings_ = [tok.encode(t, disallowed_special=()) for t in texts[:50]]
+        assert [e.ids for e in encodings_] == expected[:50]
+        assert [e.offsets for e in encodings_] == offsets
 
 
 # CPython keeps a str as 1, 2 or 4 bytes a character, as its widest character needs (an ASCII

@@ -9,10 +9,10 @@
 #include <mutex>
 #include <string>
 #include <string_view>
-#include <unordered_map>
 #include <vector>
 
 #include "tokenmill/flat_map.h"
+#include "tokenmill/word_cache.h"
 
 namespace tokenmill {
 
@@ -167,9 +167,21 @@ class BPEModel {
     uint32_t end;
   };
   void encode_word_uncached(std::string_view word, std::vector<TokenSpan>& out) const;
-  // The word cache (cache_): appends word's tokens if kept there; keeps them unless full
-  // (true if the word is there afterwards; false, without a search, once its shard is full).
-  bool find_cached_word(std::string_view word, std::vector<TokenSpan>& out) const;
+  // The same as ids (scratch: room for spans, overwritten).
+  void encode_word_ids(std::string_view word, std::vector<uint32_t>& ids,
+                       std::vector<TokenSpan>& scratch) const;
+  // Whether word goes through the word cache.
+  bool word_cacheable(std::string_view word) const;
+  // Merges word, and keeps its tokens in the word cache if keep_hash (its hash) is given.
+  void merge_word(std::string_view word, std::vector<TokenSpan>& out,
+                  const uint64_t* keep_hash) const;
+  // Whether each token's span is as long as its bytes, so the word cache need not keep spans.
+  bool spans_are_token_lengths(const TokenSpan* tokens, std::size_t count) const;
+  // The word cache (word_cache_): appends word's tokens if kept there; keeps them unless full
+  // (true if the word is there afterwards; false, without a search, once it is full).
+  bool find_cached_word(std::string_view word, uint64_t hash, std::vector<TokenSpan>& out) const;
+  // The same as ids only.
+  bool find_cached_ids(std::string_view word, std::vector<uint32_t>& ids) const;
   bool keep_cached_word(std::string_view word, const TokenSpan* tokens, std::size_t count) const;
   // Asks for the memory encode_word_uncached reads first (the word's vocabulary slot).
   void prefetch_word(std::string_view word) const { vocab_.prefetch(word); }
@@ -248,16 +260,12 @@ class BPEModel {
   std::string context_bytes_;
   std::vector<uint32_t> context_start_;
 
-  mutable std::once_flag decode_once_;  // token_of_id_ is built by the first decode
+  // Each id's token (a null view where no token has the id), built when first asked for.
+  const std::vector<std::string_view>& tokens_by_id() const;
+  mutable std::once_flag decode_once_;
   mutable std::vector<std::string_view> token_of_id_;
 
-  static constexpr std::size_t kCacheShards = 16;
-  struct CacheShard {
-    std::mutex mutex;
-    std::unordered_map<std::string, std::vector<TokenSpan>> words;
-    std::atomic<bool> full{false};  // set once words reached its share of cache_capacity
-  };
-  mutable CacheShard cache_[kCacheShards];  // recent words -> their tokens
+  mutable WordCache word_cache_;  // words merged before -> their tokens (word_cache.h)
 };
 
 }  // namespace tokenmill

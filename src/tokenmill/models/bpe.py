@@ -19,7 +19,7 @@ from tokenmill.pre_tokenizers import bytes_to_unicode
 # Marker models cannot be written as Hugging Face "BPE": that schema has no separate
 # end-of-word symbol, so `tokenizers` would silently produce other ids. They get their own name.
 MARKER_TYPE = "tokenmill.BPE"
-CACHE_CAPACITY = 10000  # words the core remembers by default
+CACHE_CAPACITY = 1 << 16  # words the core remembers by default
 
 
 @register("model", "BPE")
