@@ -87,6 +87,23 @@ nb::object id_list(const uint32_t* ids, std::size_t n) {
 
 nb::object id_list(const std::vector<uint32_t>& ids) { return id_list(ids.data(), ids.size()); }
 
+// The cyclic collector's automatic runs held off while a batch's id lists are built (with the
+// GIL held throughout): each list allocated counts toward the next run, so a batch of 20,000
+// paragraphs set off dozens, some walking every object the process tracks, for lists that
+// cannot form a cycle. The count carries over: the first allocation after may start one run.
+class CollectorPaused {
+ public:
+  CollectorPaused() : was_enabled_(PyGC_Disable() != 0) {}
+  ~CollectorPaused() {
+    if (was_enabled_) PyGC_Enable();
+  }
+  CollectorPaused(const CollectorPaused&) = delete;
+  CollectorPaused& operator=(const CollectorPaused&) = delete;
+
+ private:
+  bool was_enabled_;
+};
+
 // Work on texts shorter than this keeps the GIL: releasing and taking it back costs more than
 // a short text takes to scan.
 constexpr std::size_t kReleaseGilAbove = 4096;
@@ -268,6 +285,7 @@ nb::list encode_ids_batch(const BPEModel& model, int pattern, nb::handle text_li
       nb::gil_scoped_release release;
       flat = tokenmill::encode_texts_flat(model, p, texts, 1, true);
     }
+    const CollectorPaused paused;
     for (std::size_t t = 0; t < texts.size(); ++t) {
       const std::size_t a = flat.offsets[t];
       PyList_SET_ITEM(out.ptr(), static_cast<Py_ssize_t>(t),
@@ -281,6 +299,7 @@ nb::list encode_ids_batch(const BPEModel& model, int pattern, nb::handle text_li
     nb::gil_scoped_release release;
     tokenmill::encode_text_blocks(model, p, texts, threads, [&](const tokenmill::BlockIds& b) {
       nb::gil_scoped_acquire acquire;
+      const CollectorPaused paused;
       for (std::size_t k = 0; k + 1 < b.offsets.size(); ++k) {
         PyList_SET_ITEM(out.ptr(), static_cast<Py_ssize_t>(b.first + k),
                         id_list(b.ids.data() + b.offsets[k], b.offsets[k + 1] - b.offsets[k])

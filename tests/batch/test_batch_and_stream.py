@@ -92,6 +92,28 @@ def test_id_lists_are_left_out_of_the_cycle_collector(cl100k):
     one.pop()
 
 
+@pytest.mark.parametrize("threads", [1, 2])
+def test_a_batch_holds_off_the_collector_and_restores_it(cl100k, threads):
+    # Each id list allocated counts toward the collector's next run: 20,000 of them set off
+    # dozens of runs (a list per 700). The core holds them off while it builds the lists, and
+    # leaves the collector as it found it, on or off.
+    import gc
+
+    texts = ["Hello world", "again"] * 10_000
+    cl100k.encode_ordinary_batch(texts[:100], num_threads=threads)
+    assert gc.isenabled()
+    before = gc.get_stats()[0]["collections"]
+    out = cl100k.encode_ordinary_batch(texts, num_threads=threads)
+    assert gc.get_stats()[0]["collections"] - before <= 2 * threads
+    assert gc.isenabled() and len(out) == 20_000 and out[1] == cl100k.encode_ordinary("again")
+    gc.disable()
+    try:
+        cl100k.encode_ordinary_batch(texts[:100], num_threads=threads)
+        assert not gc.isenabled()
+    finally:
+        gc.enable()
+
+
 def test_empty_batch(cl100k):
     out = cl100k.encode_batch_np([])
     assert out["ids"].tolist() == [] and out["offsets"].tolist() == [0]
