@@ -38,6 +38,13 @@ constexpr std::size_t kBucketThreshold = 32768;
 // which only pays where the heap's O(n log n) would cost as much; tests lower it.
 std::atomic<std::size_t> backtrack_bytes{32768};
 
+// Up to this many tokens a piece-cache entry (below) holds ids of 18 bits, where the vocabulary
+// is byte-level with up to 262,144 ids: seven in the id words, the eighth in the length word,
+// whose ends are then the tokens' lengths. Most short pieces of Chinese are five tokens or more
+// (a character is one or two).
+constexpr std::size_t kPackedTokens = 8;
+constexpr unsigned kPackedIdBits = 18;
+
 std::atomic<uint64_t> next_serial{1};  // model serial numbers; 0 marks an empty cache slot
 
 }  // namespace
@@ -170,6 +177,9 @@ BPEModel::BPEModel(StringMap vocab, const std::vector<Merge>& merges, BPEOptions
     const uint64_t bit = pair_filter_bit(key);
     pair_filter_[bit >> 6] |= uint64_t{1} << (bit & 63);
   }
+  uint32_t top_id = 0;
+  vocab_.for_each([&top_id](std::string_view, uint32_t id) { top_id = std::max(top_id, id); });
+  packed_ids_ = options_.byte_symbols && top_id < (uint32_t{1} << kPackedIdBits);
   for (int b = 0; b < 256; ++b) {
     uint32_t id = 0;
     const std::string single(1, static_cast<char>(b));
@@ -391,8 +401,9 @@ void BPEModel::encode_word_dropout(std::string_view word, double dropout, uint64
 // A cache of short pieces and their tokens, one 64-byte line each, shared by all threads: the
 // pieces of ordinary text repeat (" the", ",", " of"), and finding one here costs a hash of at
 // most 32 bytes and one line, where the vocabulary costs misses to memory. Byte-level models
-// only, pieces of up to 32 bytes whose (up to 4) tokens cover their bytes end to end (each
-// token's span is then where the previous one ended up to its own end, which fits in a byte).
+// only, pieces of up to 32 bytes whose (up to 4, or 8 with kPackedIdBits-bit ids) tokens cover
+// their bytes end to end (each token's span is then where the previous one ended up to its own
+// end, which fits in a byte).
 //
 // Threads read and write entries without a lock, as a sequence lock: a writer makes the
 // entry's version odd, writes, and makes it even again; a reader copies the entry and keeps the
@@ -409,6 +420,8 @@ struct alignas(64) PieceCacheEntry {
   // [1..4]: the piece's bytes, zero-padded
   // [5]: length | count << 8 | (end of token k) << (16 + 8k)
   // [6]: id 0 | id 1 << 32; [7]: id 2 | id 3 << 32
+  // or, for 5 to 8 tokens (kPackedTokens): [5] length | count << 8 | id 7 << 16, and ids 0-6
+  // at 18 bits each from bit 0 of [6] on into [7]
   std::atomic<uint64_t> word[8];
 };
 static_assert(sizeof(PieceCacheEntry) == 64, "one cache line per piece");
@@ -579,6 +592,30 @@ inline uint32_t entry_id(const uint64_t (&ids)[2], unsigned k) {
   return static_cast<uint32_t>(ids[k / 2] >> (32 * (k % 2)));
 }
 inline unsigned entry_count(uint64_t meta) { return static_cast<unsigned>((meta >> 8) & 0xFF); }
+inline bool entry_packed(unsigned count) { return count > kPieceTokens && count <= kPackedTokens; }
+// Token k of an entry of packed ids.
+inline uint32_t packed_id(uint64_t meta, const uint64_t (&ids)[2], unsigned k) {
+  constexpr uint64_t mask = (uint64_t{1} << kPackedIdBits) - 1;
+  if (k == kPackedTokens - 1) return static_cast<uint32_t>((meta >> 16) & mask);
+  const unsigned bit = kPackedIdBits * k;
+  uint64_t v = 0;
+  if (bit >= 64) {
+    v = ids[1] >> (bit - 64);
+  } else {
+    v = ids[0] >> bit;
+    if (bit + kPackedIdBits > 64) v |= ids[1] << (64 - bit);
+  }
+  return static_cast<uint32_t>(v & mask);
+}
+// Appends an entry's ids.
+inline void push_entry_ids(uint64_t meta, const uint64_t (&ids)[2], std::vector<uint32_t>& out) {
+  const unsigned count = entry_count(meta);
+  if (entry_packed(count)) {
+    for (unsigned t = 0; t < count; ++t) out.push_back(packed_id(meta, ids, t));
+  } else {
+    for (unsigned t = 0; t < count; ++t) out.push_back(entry_id(ids, t));
+  }
+}
 
 // Moves the spans out[from, end) on by `by` bytes.
 inline void shift_spans(std::vector<TokenSpan>& out, std::size_t from, uint32_t by) {
@@ -602,6 +639,17 @@ void BPEModel::encode_short_piece(std::string_view piece, uint32_t offset, const
   const unsigned count = entry_count(meta);
   if (count == kWordCacheMark) {
     encode_marked_piece(piece, offset, out);
+    return;
+  }
+  if (entry_packed(count)) {
+    const std::vector<std::string_view>& token_of_id = tokens_by_id();
+    uint32_t start = offset;
+    for (unsigned t = 0; t < count; ++t) {
+      const uint32_t id = packed_id(meta, ids, t);
+      const uint32_t end = start + static_cast<uint32_t>(token_of_id[id].size());
+      out.push_back({id, start, end});
+      start = end;
+    }
     return;
   }
   uint32_t start = offset;
@@ -641,6 +689,21 @@ void BPEModel::encode_missed_piece(std::string_view piece, uint32_t offset, cons
     for (std::size_t k = 0; k < count; ++k) {
       meta |= static_cast<uint64_t>(out[first + k].end) << (16 + 8 * k);
       ids[k / 2] |= static_cast<uint64_t>(out[first + k].id) << (32 * (k % 2));
+    }
+  } else if (end_to_end && at == piece.size() && count <= kPackedTokens && packed_ids_ &&
+             spans_are_token_lengths(out.data() + first, count)) {
+    meta = piece.size() | count << 8;
+    for (std::size_t k = 0; k < count; ++k) {
+      const uint64_t id = out[first + k].id;
+      const unsigned bit = kPackedIdBits * static_cast<unsigned>(k);
+      if (k == kPackedTokens - 1) {
+        meta |= id << 16;
+      } else if (bit >= 64) {
+        ids[1] |= id << (bit - 64);
+      } else {
+        ids[0] |= id << bit;
+        if (bit + kPackedIdBits > 64) ids[1] |= id >> (64 - bit);
+      }
     }
   } else if (end_to_end && at == piece.size() &&
              ((key.word[0] | key.word[1] | key.word[2] | key.word[3]) & 0x8080808080808080ULL) ==
@@ -728,9 +791,8 @@ void BPEModel::encode_pieces_ids(std::string_view text, const uint32_t* bounds, 
   // A piece's ids straight from its entry; false if it has none (not found, or in the word
   // cache).
   auto emit_found = [&](const Found& f) {
-    const unsigned tokens = entry_count(f.meta);
-    if (f.meta == 0 || tokens == kWordCacheMark) return false;
-    for (unsigned t = 0; t < tokens; ++t) ids.push_back(entry_id(f.ids, t));
+    if (f.meta == 0 || entry_count(f.meta) == kWordCacheMark) return false;
+    push_entry_ids(f.meta, f.ids, ids);
     return true;
   };
   // Pieces found before the first that is not are emitted at once (on text seen before, that

@@ -213,6 +213,27 @@ void test_models_find_what_they_kept() {
            first[k].end == again[k].end;
   }
   check(same, "a long piece found in the word cache has its merged spans");
+  // Short pieces of 4, 5, 8 and 9 tokens (bytes that merge with nothing), met twice: the ids
+  // path and the spans path give the merged tokens both times (5-8 from an entry of packed ids,
+  // 9 merged again).
+  const std::string text = "zzzz" "zzzzz" "zzzzzzzz" "zzzzzzzzz";
+  const uint32_t bounds[] = {0, 4, 4, 9, 9, 17, 17, 26};
+  for (int pass = 0; pass < 2; ++pass) {
+    std::vector<uint32_t> ids;
+    bytes.encode_pieces_ids(text, bounds, 4, ids);
+    bool ok = ids.size() == 26;
+    for (std::size_t k = 0; ok && k < ids.size(); ++k) ok = ids[k] == uint32_t{'z'};
+    check(ok, "short pieces of 4-9 tokens give their ids, new and found");
+    for (std::size_t p = 0; p < 4; ++p) {
+      std::vector<tokenmill::TokenSpan> spans;
+      bytes.encode_word(std::string_view(text).substr(bounds[2 * p], bounds[2 * p + 1] - bounds[2 * p]), spans);
+      ok = spans.size() == bounds[2 * p + 1] - bounds[2 * p];
+      for (std::size_t k = 0; ok && k < spans.size(); ++k) {
+        ok = spans[k].id == uint32_t{'z'} && spans[k].start == k && spans[k].end == k + 1;
+      }
+      check(ok, "short pieces of 4-9 tokens give their spans, new and found");
+    }
+  }
   const tokenmill::BPEModel chars = small_model();
   first.clear();
   again.clear();

@@ -129,11 +129,11 @@ def test_backtracking_alone_cuts_every_piece_as_tiktoken(shared_data, encodings,
 @pytest.mark.parametrize("capacity", [None, 16])
 def test_pieces_the_piece_cache_cannot_hold(shared_data, encodings, pairs, monkeypatch, name,
                                             capacity):
-    # An ASCII piece of more than four tokens (a long identifier) is kept in the word cache and
-    # its piece-cache entry says so; so is any piece of 33-1024 bytes (runs of indentation,
-    # comment rulers, clauses of Chinese), looked for there before it is merged; short non-ASCII
-    # pieces of more than four tokens and longer pieces are merged each time. Each is met again
-    # and again here: with the default cache, and with one so small (16 words) that most find it
+    # A piece of up to 32 bytes and 5-8 tokens has its ids (18 bits each) in its piece-cache
+    # entry; an ASCII one of more (a long identifier) is kept in the word cache, and its entry
+    # says so; so is any piece of 33-1024 bytes (runs of indentation, comment rulers, clauses of
+    # Chinese), looked for there before it is merged; short non-ASCII pieces of more than eight
+    # tokens and pieces over 1024 bytes are merged each time. Each is met again and again here: with the default cache, and with one so small (16 words) that most find it
     # full, are not kept, and are merged each time. Offsets (the word cache keeps a byte-level
     # model's ids only, the spans following from the tokens' lengths) are those of a tokenizer
     # without caches.
@@ -154,7 +154,7 @@ def test_pieces_the_piece_cache_cannot_hold(shared_data, encodings, pairs, monke
     pieces += [" " * k for k in (*range(30, 45), 255, 256, 257, 300, 1024, 1025)]
     pieces += ["=" * k for k in range(5, 80, 7)] + [" /*" + "-" * k for k in (40, 253, 254, 300)]
     han = [chr(c) for c in range(0x4E00, 0x4E00 + 300)]
-    pieces += ["\u3002" + "".join(rnd.choices(han, k=rnd.randint(4, 60))) for _ in range(100)]
+    pieces += ["\u3002" + "".join(rnd.choices(han, k=rnd.randint(1, 60))) for _ in range(150)]
     pieces += ["\u3002" + "\u6587" * k for k in (340, 341, 342, 400)]  # 1023-1203 bytes
     texts = ["".join(rnd.choices(pieces, k=20)) + "\n" for _ in range(200)]
     expected = ref.encode_ordinary_batch(texts)

@@ -237,6 +237,7 @@ class BPEModel {
   std::vector<uint64_t> pair_filter_;
   std::size_t merge_count_ = 0;
   bool merges_build_up_ = false;  // long pieces may take apply_merges_buckets
+  bool packed_ids_ = false;  // byte-level, ids below 2^18: piece-cache entries of 8 tokens
   bool all_bytes_known(std::string_view ch) const;
 
   int64_t byte_ids_[256];  // <0xNN> tokens (byte_fallback); -1 where the vocabulary has none
