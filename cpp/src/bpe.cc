@@ -177,9 +177,7 @@ BPEModel::BPEModel(StringMap vocab, const std::vector<Merge>& merges, BPEOptions
     const uint64_t bit = pair_filter_bit(key);
     pair_filter_[bit >> 6] |= uint64_t{1} << (bit & 63);
   }
-  uint32_t top_id = 0;
-  vocab_.for_each([&top_id](std::string_view, uint32_t id) { top_id = std::max(top_id, id); });
-  packed_ids_ = options_.byte_symbols && top_id < (uint32_t{1} << kPackedIdBits);
+  if (options_.byte_symbols) check_token_lengths(merges);
   for (int b = 0; b < 256; ++b) {
     uint32_t id = 0;
     const std::string single(1, static_cast<char>(b));
@@ -577,8 +575,8 @@ inline std::size_t key_pieces(std::string_view text, const uint32_t* bounds, std
 // enough for a line to arrive from memory, few enough for the misses in flight.
 constexpr std::size_t kLookAhead = 16;
 
-// The tokens of key's piece if the set holds them for this model: meta (length, count, ends)
-// and up to four ids.
+// The tokens of key's piece if the set holds them for this model: meta (length, count, ends or
+// an id) and the id words (up to four ids, or seven packed).
 inline bool piece_find(const PieceCacheSet& set, uint32_t tag, const PieceKey& key,
                        std::size_t len, uint64_t& meta, uint64_t (&ids)[2]) {
   for (const PieceCacheEntry& e : set.way) {
@@ -902,9 +900,33 @@ void BPEModel::merge_word(std::string_view word, std::vector<TokenSpan>& out,
   }
 }
 
+// Whether every merge's result is a token as long as its two parts together (so a byte-level
+// model's tokens cover as many bytes as they are long); and then whether every id is below
+// 2^kPackedIdBits.
+void BPEModel::check_token_lengths(const std::vector<Merge>& merges) {
+  std::vector<uint32_t> length_of;  // each id's token length + 1 (0: no token)
+  vocab_.for_each([&length_of](std::string_view token, uint32_t id) {
+    if (id >= length_of.size()) length_of.resize(std::size_t{id} + 1, 0);
+    length_of[id] = static_cast<uint32_t>(token.size()) + 1;
+  });
+  auto length = [&length_of](uint32_t id) -> uint64_t {
+    return id < length_of.size() ? length_of[id] : 0;
+  };
+  tokens_are_lengths_ = true;
+  for (const Merge& m : merges) {
+    const uint64_t left = length(m.left), right = length(m.right), result = length(m.result);
+    if (left == 0 || right == 0 || result == 0 || result + 1 != left + right) {
+      tokens_are_lengths_ = false;
+      break;
+    }
+  }
+  packed_ids_ = tokens_are_lengths_ && length_of.size() <= (std::size_t{1} << kPackedIdBits);
+}
+
 bool BPEModel::spans_are_token_lengths(const TokenSpan* tokens, std::size_t count) const {
-  // A byte-level model's tokens are the bytes they cover, but for its unknown token.
-  if (!options_.byte_symbols) return false;
+  // A byte-level model's tokens are the bytes they cover (when its merges put their parts
+  // together), but for its unknown token.
+  if (!tokens_are_lengths_) return false;
   for (std::size_t k = 0; k < count; ++k) {
     if (static_cast<int64_t>(tokens[k].id) == options_.unk_id) return false;
   }

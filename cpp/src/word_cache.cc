@@ -25,13 +25,17 @@ constexpr std::size_t kFirstBlockWords = std::size_t{1} << 12;
 constexpr std::size_t kLastBlockWords = std::size_t{1} << 20;
 constexpr unsigned kOffsetBits = 26;
 static_assert(WordCache::kMaxBlocks <= (std::size_t{1} << (32 - kOffsetBits)), "block bits");
+// Room (in words of 4 bytes) below which the cache counts as full: a record of a piece of 300
+// bytes and 150 tokens.
+constexpr std::size_t kRoomLeftWhenFull = 256;
 // The index starts at this many slots and doubles when half full.
 constexpr std::size_t kFirstSlots = 256;
 }  // namespace
 
 // An index: (hash >> 32) << 32 | (record name), 0 where empty; a word's search starts at the
-// slot its hash's high half names. Never changed but by filling empty slots; a full one is
-// replaced by one twice its size, and kept (readers may still be in it) until the cache goes.
+// slot its hash's high half names. Never changed but by filling empty slots; one that would be
+// more than half full is replaced by one twice its size, and kept (readers may still be in it)
+// until the cache goes.
 struct WordCache::Index {
   explicit Index(std::size_t n) : mask(n - 1), slots(new std::atomic<uint64_t>[n]()) {}
   const std::size_t mask;
@@ -89,29 +93,39 @@ bool WordCache::keep(std::string_view word, uint64_t hash, const TokenSpan* toke
   const std::size_t need = 1 + byte_words(word.size()) + (contiguous ? 1 : 2) * count;
   std::lock_guard<std::mutex> lock(writer_);
   try {
-    Index* index = index_.load(std::memory_order_relaxed);
-    const std::size_t words = words_.load(std::memory_order_relaxed);
-    if (index == nullptr || 2 * (words + 1) > index->mask + 1) {
-      if (words >= capacity_) {
-        full_.store(true, std::memory_order_relaxed);
-        return false;
-      }
-      index = grow_index(index);
-    }
     const uint64_t tag = hash >> 32;
-    std::size_t i = tag & index->mask;
-    for (;; i = (i + 1) & index->mask) {
-      const uint64_t slot = index->slots[i].load(std::memory_order_relaxed);
-      if (slot == 0) break;
-      const uint32_t* r = record(slot);
-      if ((slot >> 32) == tag && (r[0] & kLengthMask) == word.size() &&
-          std::memcmp(r + 1, word.data(), word.size()) == 0) {
-        return true;  // another thread kept it first
+    // The first empty slot of word's search in index, or npos if word is there.
+    constexpr std::size_t npos = ~std::size_t{0};
+    auto search = [&](const Index* index) {
+      for (std::size_t i = tag & index->mask;; i = (i + 1) & index->mask) {
+        const uint64_t slot = index->slots[i].load(std::memory_order_relaxed);
+        if (slot == 0) return i;
+        const uint32_t* r = record(slot);
+        if ((slot >> 32) == tag && (r[0] & kLengthMask) == word.size() &&
+            std::memcmp(r + 1, word.data(), word.size()) == 0) {
+          return npos;  // another thread kept it first
+        }
       }
+    };
+    Index* index = index_.load(std::memory_order_relaxed);
+    std::size_t i = index == nullptr ? 0 : search(index);
+    if (i == npos) return true;
+    const std::size_t words = words_.load(std::memory_order_relaxed);
+    if (words >= capacity_) {
+      full_.store(true, std::memory_order_relaxed);
+      return false;
+    }
+    if (index == nullptr || 2 * (words + 1) > index->mask + 1) {
+      index = grow_index(index);
+      i = search(index);
     }
     uint32_t name = 0;
-    if (words >= capacity_ || !room(need, name)) {
-      full_.store(true, std::memory_order_relaxed);
+    if (!room(need, name)) {
+      // Full once what is left would not hold a long word's record; a record too large for
+      // the rest is only turned away.
+      if (record_budget_ - allocated_ + (block_words_ - block_used_) < kRoomLeftWhenFull) {
+        full_.store(true, std::memory_order_relaxed);
+      }
       return false;
     }
     uint32_t* r = const_cast<uint32_t*>(record(uint64_t{name} + 1));

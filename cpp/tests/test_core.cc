@@ -167,6 +167,16 @@ void test_word_cache() {
   check(tight.keep("abc", 1, end_to_end, 2, true) && !tight.keep(longest, 6, whole, 1, true) &&
             tight.full() && tight.find("abc", 1, found),
         "a record past the cache's budget fills it");
+  WordCache roomy(16);  // records of 1024 words at most
+  std::vector<TokenSpan> many;
+  for (uint32_t k = 0; k < 300; ++k) many.push_back({k, k, k + 1});
+  const std::string other_longest(WordCache::kMaxWordBytes, 'y');
+  check(roomy.keep(longest, 1, whole, 1, true) && roomy.keep(other_longest, 2, whole, 1, true) &&
+            !roomy.keep(std::string(WordCache::kMaxWordBytes, 'z'), 3, many.data(), many.size(),
+                        false) &&
+            !roomy.full() &&
+            roomy.keep("abc", 4, end_to_end, 2, true),
+        "a record larger than the room left is turned away, and smaller ones still kept");
   WordCache off(0);
   check(!off.keep("abc", 42, end_to_end, 2, true) && !off.find("abc", 42, found),
         "a cache of capacity 0 keeps nothing");

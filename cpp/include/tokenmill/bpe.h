@@ -25,7 +25,7 @@ struct BPEOptions {
   bool fuse_unk = false;                  // consecutive unknowns become one unk token
   bool ignore_merges = false;             // a word found whole in the vocabulary is one token
   bool byte_symbols = false;              // tokens are raw bytes; a word starts as its bytes
-  std::size_t cache_capacity = 10000;     // words remembered; 0 disables the cache
+  std::size_t cache_capacity = 65536;     // words remembered; 0 disables the caches
 };
 
 // One output token: its id and the characters [start, end) of the word it covers (bytes, with
@@ -177,11 +177,12 @@ class BPEModel {
                   const uint64_t* keep_hash) const;
   // Whether each token's span is as long as its bytes, so the word cache need not keep spans.
   bool spans_are_token_lengths(const TokenSpan* tokens, std::size_t count) const;
-  // The word cache (word_cache_): appends word's tokens if kept there; keeps them unless full
-  // (true if the word is there afterwards; false, without a search, once it is full).
+  // The word cache (word_cache_): appends word's tokens (hash: hash_bytes(word)) if kept there.
   bool find_cached_word(std::string_view word, uint64_t hash, std::vector<TokenSpan>& out) const;
   // The same as ids only.
   bool find_cached_ids(std::string_view word, std::vector<uint32_t>& ids) const;
+  // Keeps word's tokens unless the cache is full (true if the word is there afterwards; false,
+  // without a search, once it is full).
   bool keep_cached_word(std::string_view word, const TokenSpan* tokens, std::size_t count) const;
   // Asks for the memory encode_word_uncached reads first (the word's vocabulary slot).
   void prefetch_word(std::string_view word) const { vocab_.prefetch(word); }
@@ -237,7 +238,9 @@ class BPEModel {
   std::vector<uint64_t> pair_filter_;
   std::size_t merge_count_ = 0;
   bool merges_build_up_ = false;  // long pieces may take apply_merges_buckets
-  bool packed_ids_ = false;  // byte-level, ids below 2^18: piece-cache entries of 8 tokens
+  void check_token_lengths(const std::vector<Merge>& merges);
+  bool tokens_are_lengths_ = false;  // byte-level, each merge's token its parts' bytes
+  bool packed_ids_ = false;  // and ids below 2^18: piece-cache entries of 8 tokens
   bool all_bytes_known(std::string_view ch) const;
 
   int64_t byte_ids_[256];  // <0xNN> tokens (byte_fallback); -1 where the vocabulary has none

@@ -1,16 +1,17 @@
 // The word cache: the tokens of words a model has merged before, for the words the piece cache
-// (bpe.cc: up to 32 bytes and 4 tokens) cannot hold, so that meeting one again costs a hash and
-// a comparison instead of the merging. Long pieces are most of Chinese and Japanese (runs of
-// characters between punctuation), and merging them was two thirds of encoding such text again.
+// (bpe.cc: up to 32 bytes and 4 tokens, or 8 of small ids) cannot hold, so that meeting one
+// again costs a hash and a comparison instead of the merging. Long pieces are most of Chinese
+// and Japanese (runs of characters between punctuation), and merging them was two thirds of
+// encoding such text again.
 //
 // Shared by threads. Records go in blocks allocated as they fill, and are never moved nor
 // changed once written; a word is found through an index of (hash, record) slots that are only
 // ever filled, each published with a release store after its record is written, and replaced
-// by one twice its size when half full. So readers take no lock, and writers take one only to
-// append. Nothing is evicted:
-// once the cache holds `capacity` words or its block is full it stops growing (the words of a
-// text met early are its frequent ones), and says so, so a text of new words (a base64 blob)
-// does not pay for a lock on every one.
+// by one twice its size before it is more than half full. So readers take no lock, and writers
+// take one only to append. Nothing is evicted: once the cache holds `capacity` words, or its
+// record budget (64 words of 4 bytes a word, 32 MiB at most) has too little left for a long
+// word, it stops growing (the words of a text met early are its frequent ones), and says so, so
+// a text of new words (a base64 blob) does not pay for a lock on every one.
 #pragma once
 
 #include <atomic>
