@@ -133,10 +133,11 @@ def test_pieces_the_piece_cache_cannot_hold(shared_data, encodings, pairs, monke
     # entry; an ASCII one of more (a long identifier) is kept in the word cache, and its entry
     # says so; so is any piece of 33-1024 bytes (runs of indentation, comment rulers, clauses of
     # Chinese), looked for there before it is merged; short non-ASCII pieces of more than eight
-    # tokens and pieces over 1024 bytes are merged each time. Each is met again and again here: with the default cache, and with one so small (16 words) that most find it
-    # full, are not kept, and are merged each time. Offsets (the word cache keeps a byte-level
-    # model's ids only, the spans following from the tokens' lengths) are those of a tokenizer
-    # without caches.
+    # tokens and pieces over 1024 bytes are merged each time. Each is met again and again here:
+    # with the default cache, and with one so small (16 words) that most find it full, are not
+    # kept, and are merged each time. Offsets (the word cache keeps a byte-level model's ids
+    # only, the spans following from the tokens' lengths) are those of a tokenizer without
+    # caches.
     from tokenmill.formats import tiktoken as tiktoken_format
 
     path = shared_data / encodings[name]["file"]
