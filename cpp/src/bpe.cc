@@ -809,6 +809,11 @@ void BPEModel::encode_pieces_ids(std::string_view text, const uint32_t* bounds, 
                     found[k].ids)) {
       found[k].meta = 0;
       prefetch_word(piece);
+      if (piece.size() > kPieceKeyBytes && word_cacheable(piece)) {
+        // A long piece's key is its hash (for the word cache, whose line is asked for too).
+        keys[k].hash = hash_bytes(piece);
+        word_cache_.prefetch(keys[k].hash);
+      }
     } else if (emitted == k && emit_found(found[k])) {
       emitted = k + 1;
     }
@@ -822,7 +827,7 @@ void BPEModel::encode_pieces_ids(std::string_view text, const uint32_t* bounds, 
       continue;
     }
     if (piece.size() > kPieceKeyBytes) {
-      encode_word_ids(piece, ids, spans);
+      encode_word_ids(piece, ids, spans, word_cacheable(piece) ? &keys[k].hash : nullptr);
       continue;
     }
     spans.clear();
@@ -850,14 +855,14 @@ void BPEModel::encode_word_uncached(std::string_view word, std::vector<TokenSpan
 }
 
 void BPEModel::encode_word_ids(std::string_view word, std::vector<uint32_t>& ids,
-                               std::vector<TokenSpan>& scratch) const {
+                               std::vector<TokenSpan>& scratch, const uint64_t* known) const {
   uint32_t whole = 0;
   if (options_.ignore_merges && lookup(word, whole)) {
     ids.push_back(whole);
     return;
   }
   const bool cacheable = word_cacheable(word);
-  const uint64_t hash = cacheable ? hash_bytes(word) : 0;
+  const uint64_t hash = !cacheable ? 0 : known != nullptr ? *known : hash_bytes(word);
   WordCache::Found found;
   if (cacheable && word_cache_.find(word, hash, found)) {
     ids.insert(ids.end(), found.ids, found.ids + found.count);

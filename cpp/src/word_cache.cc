@@ -58,6 +58,11 @@ const uint32_t* WordCache::record(uint64_t slot) const {
   return blocks_[name >> kOffsetBits] + (name & ((1u << kOffsetBits) - 1));
 }
 
+void WordCache::prefetch(uint64_t hash) const {
+  const Index* index = index_.load(std::memory_order_acquire);
+  if (index != nullptr) __builtin_prefetch(&index->slots[(hash >> 32) & index->mask]);
+}
+
 bool WordCache::find(std::string_view word, uint64_t hash, Found& found) const {
   const Index* index = index_.load(std::memory_order_acquire);
   if (index == nullptr || word.size() > kMaxWordBytes) return false;

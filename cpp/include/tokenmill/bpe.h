@@ -167,9 +167,10 @@ class BPEModel {
     uint32_t end;
   };
   void encode_word_uncached(std::string_view word, std::vector<TokenSpan>& out) const;
-  // The same as ids (scratch: room for spans, overwritten).
+  // The same as ids (scratch: room for spans, overwritten; hash: the word's hash_bytes, if
+  // known).
   void encode_word_ids(std::string_view word, std::vector<uint32_t>& ids,
-                       std::vector<TokenSpan>& scratch) const;
+                       std::vector<TokenSpan>& scratch, const uint64_t* hash = nullptr) const;
   // Whether word goes through the word cache.
   bool word_cacheable(std::string_view word) const;
   // Merges word, and keeps its tokens in the word cache if keep_hash (its hash) is given.

@@ -48,6 +48,8 @@ class WordCache {
   };
   // The tokens kept for word (hash: hash_bytes(word)), if any.
   bool find(std::string_view word, uint64_t hash, Found& found) const;
+  // Asks for the index line where word's search starts (hash: hash_bytes(word)).
+  void prefetch(uint64_t hash) const;
   // Keeps word's tokens (each span within the word, as encode_word gives them; bytes, if
   // byte_spans) unless the cache is full or the word too long; true if the word is in the
   // cache afterwards.
