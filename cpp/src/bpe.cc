@@ -605,6 +605,18 @@ inline uint32_t packed_id(uint64_t meta, const uint64_t (&ids)[2], unsigned k) {
   }
   return static_cast<uint32_t>(v & mask);
 }
+// Puts id as token k of an entry of packed ids (packed_id's inverse; the fields start zeroed).
+inline void set_packed_id(uint64_t& meta, uint64_t (&ids)[2], unsigned k, uint64_t id) {
+  const unsigned bit = kPackedIdBits * k;
+  if (k == kPackedTokens - 1) {
+    meta |= id << 16;
+  } else if (bit >= 64) {
+    ids[1] |= id << (bit - 64);
+  } else {
+    ids[0] |= id << bit;
+    if (bit + kPackedIdBits > 64) ids[1] |= id >> (64 - bit);
+  }
+}
 // Appends an entry's ids.
 inline void push_entry_ids(uint64_t meta, const uint64_t (&ids)[2], std::vector<uint32_t>& out) {
   const unsigned count = entry_count(meta);
@@ -640,14 +652,9 @@ void BPEModel::encode_short_piece(std::string_view piece, uint32_t offset, const
     return;
   }
   if (entry_packed(count)) {
-    const std::vector<std::string_view>& token_of_id = tokens_by_id();
-    uint32_t start = offset;
-    for (unsigned t = 0; t < count; ++t) {
-      const uint32_t id = packed_id(meta, ids, t);
-      const uint32_t end = start + static_cast<uint32_t>(token_of_id[id].size());
-      out.push_back({id, start, end});
-      start = end;
-    }
+    uint32_t unpacked[kPackedTokens];
+    for (unsigned t = 0; t < count; ++t) unpacked[t] = packed_id(meta, ids, t);
+    push_end_to_end(unpacked, count, offset, out);
     return;
   }
   uint32_t start = offset;
@@ -692,16 +699,7 @@ void BPEModel::encode_missed_piece(std::string_view piece, uint32_t offset, cons
              spans_are_token_lengths(out.data() + first, count)) {
     meta = piece.size() | count << 8;
     for (std::size_t k = 0; k < count; ++k) {
-      const uint64_t id = out[first + k].id;
-      const unsigned bit = kPackedIdBits * static_cast<unsigned>(k);
-      if (k == kPackedTokens - 1) {
-        meta |= id << 16;
-      } else if (bit >= 64) {
-        ids[1] |= id << (bit - 64);
-      } else {
-        ids[0] |= id << bit;
-        if (bit + kPackedIdBits > 64) ids[1] |= id >> (64 - bit);
-      }
+      set_packed_id(meta, ids, static_cast<unsigned>(k), out[first + k].id);
     }
   } else if (end_to_end && at == piece.size() &&
              ((key.word[0] | key.word[1] | key.word[2] | key.word[3]) & 0x8080808080808080ULL) ==
@@ -948,16 +946,19 @@ bool BPEModel::find_cached_word(std::string_view word, uint64_t hash,
     }
     return true;
   }
-  // Tokens end to end over the word's bytes: each ends its token's length on.
-  const std::vector<std::string_view>& token_of_id = tokens_by_id();
-  uint32_t at = 0;
-  for (std::size_t k = 0; k < found.count; ++k) {
-    const uint32_t id = found.ids[k];
-    const uint32_t end = at + static_cast<uint32_t>(token_of_id[id].size());
-    out.push_back({id, at, end});
-    at = end;
-  }
+  push_end_to_end(found.ids, found.count, 0, out);
   return true;
+}
+
+void BPEModel::push_end_to_end(const uint32_t* ids, std::size_t count, uint32_t start,
+                               std::vector<TokenSpan>& out) const {
+  // Tokens end to end over a byte-level piece: each ends its token's length on.
+  const std::vector<std::string_view>& token_of_id = tokens_by_id();
+  for (std::size_t k = 0; k < count; ++k) {
+    const uint32_t end = start + static_cast<uint32_t>(token_of_id[ids[k]].size());
+    out.push_back({ids[k], start, end});
+    start = end;
+  }
 }
 
 bool BPEModel::find_cached_ids(std::string_view word, std::vector<uint32_t>& ids) const {

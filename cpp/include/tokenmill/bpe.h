@@ -180,6 +180,10 @@ class BPEModel {
   bool spans_are_token_lengths(const TokenSpan* tokens, std::size_t count) const;
   // The word cache (word_cache_): appends word's tokens (hash: hash_bytes(word)) if kept there.
   bool find_cached_word(std::string_view word, uint64_t hash, std::vector<TokenSpan>& out) const;
+  // Appends ids[0, count) as tokens end to end from start, each as long as its bytes (where
+  // spans_are_token_lengths held when they were kept).
+  void push_end_to_end(const uint32_t* ids, std::size_t count, uint32_t start,
+                       std::vector<TokenSpan>& out) const;
   // The same as ids only.
   bool find_cached_ids(std::string_view word, std::vector<uint32_t>& ids) const;
   // Keeps word's tokens unless the cache is full (true if the word is there afterwards; false,
