@@ -13,6 +13,7 @@
 #include <algorithm>
 #include <array>
 #include <cstdint>
+#include <cstdlib>
 #include <cstring>
 #include <optional>
 #include <string>
@@ -46,17 +47,57 @@ using tokenmill::Merge;
 // per token instead of an allocation (CPython keeps -5..256 the same way). Ids below kIntCache
 // are kept, in pages allocated when first used, so a tokenizer pays for the ids it emits only.
 // Touched with the GIL held only.
+//
+// Each page holds its ints themselves, in id order, not pointers to ints made one by one: a
+// list's reference counts then land on a few hot lines (the ids of frequent tokens are close
+// together: a BPE vocabulary numbers its tokens in merge order, the commonest first) rather
+// than on ints scattered over the heap in the order the text first met them, one pointer load
+// and one miss a token. An int here is a copy of one CPython made, holding a reference that is
+// never given back, so it is never freed. Where an object's header is more than its reference
+// count and type (a debug build that links every object, a build without the GIL), the ints
+// are made one by one.
 constexpr uint32_t kIntPageBits = 12;
+constexpr uint32_t kIntPageIds = 1u << kIntPageBits;
 constexpr uint32_t kIntCache = 1u << 20;
+constexpr uint32_t kSmallInts = 256;  // CPython's own shared ints (0..256): those are used
+
+#if !defined(Py_TRACE_REFS) && !defined(Py_GIL_DISABLED)
+struct alignas(32) IntSlot {
+  unsigned char bytes[32];
+};
+static_assert(sizeof(PyLongObject) <= sizeof(IntSlot), "an int of one digit fits a slot");
+IntSlot* int_pages[kIntCache >> kIntPageBits];
+
+PyObject* id_object(uint32_t id) {
+  if (id <= kSmallInts || id >= kIntCache) return PyLong_FromUnsignedLong(id);
+  IntSlot*& page = int_pages[id >> kIntPageBits];
+  if (page == nullptr) {
+    // Zeroed (a slot whose type is null holds no int yet); calloc's large blocks are mapped
+    // zero pages, taken as the ints in them are first made.
+    page = static_cast<IntSlot*>(std::calloc(kIntPageIds, sizeof(IntSlot)));
+    if (page == nullptr) return PyErr_NoMemory();
+  }
+  PyObject* obj = reinterpret_cast<PyObject*>(&page[id & (kIntPageIds - 1)]);
+  if (Py_TYPE(obj) == nullptr) {
+    PyObject* made = PyLong_FromUnsignedLong(id);
+    if (made == nullptr) return nullptr;
+    std::memcpy(static_cast<void*>(obj), made, sizeof(PyLongObject));
+    Py_SET_REFCNT(obj, 1);  // the page's own reference
+    Py_DECREF(made);
+  }
+  Py_INCREF(obj);
+  return obj;
+}
+#else
 PyObject** int_pages[kIntCache >> kIntPageBits];
 
 PyObject* id_object(uint32_t id) {
-  if (id >= kIntCache) return PyLong_FromUnsignedLong(id);
+  if (id <= kSmallInts || id >= kIntCache) return PyLong_FromUnsignedLong(id);
   PyObject**& page = int_pages[id >> kIntPageBits];
   if (page == nullptr) {
-    page = new PyObject*[std::size_t{1} << kIntPageBits]();
+    page = new PyObject*[kIntPageIds]();
   }
-  PyObject*& slot = page[id & ((1u << kIntPageBits) - 1)];
+  PyObject*& slot = page[id & (kIntPageIds - 1)];
   if (slot == nullptr) {
     slot = PyLong_FromUnsignedLong(id);
     if (slot == nullptr) return nullptr;
@@ -64,6 +105,7 @@ PyObject* id_object(uint32_t id) {
   Py_INCREF(slot);
   return slot;
 }
+#endif
 
 // ids[0, n) -> a new Python list, built with the GIL held.
 nb::object id_list(const uint32_t* ids, std::size_t n) {

@@ -92,6 +92,36 @@ def test_id_lists_are_left_out_of_the_cycle_collector(cl100k):
     one.pop()
 
 
+def test_ids_are_ints_that_outlive_their_lists(cl100k, o200k):
+    # An id above 256 is one int shared by every list that holds it, kept by the core for good;
+    # 0..256 are CPython's own. Each list's reference is counted and given back with the list:
+    # the shared int is never freed under a caller who still holds it, whatever comes and goes.
+    import gc
+    import pickle
+    import sys
+
+    text = "Tokenizers keep their ids small: 13 is '.', and ' the' is 279."
+    for tok in (cl100k, o200k):
+        expected = [int(str(i)) for i in tok.encode(text).ids]  # ints made afresh
+        first = tok.encode_ordinary(text)
+        big = next(i for i in first if i > 256)
+        held = first[first.index(big)]
+        counted = sys.getrefcount(held)
+        lists = tok.encode_ordinary_batch([text] * 50, num_threads=2)
+        assert sys.getrefcount(held) == counted + 50
+        assert all(ids[first.index(big)] is held for ids in lists)
+        del lists, first
+        gc.collect()
+        assert sys.getrefcount(held) == counted - 1
+        junk = [[i * 3 for i in range(300, 2000)] for _ in range(20)]  # reuse freed memory
+        again = tok.encode_ordinary(text)
+        assert again == expected and again[again.index(big)] is held
+        assert type(held) is int and held == big and hash(held) == hash(int(str(big)))
+        assert pickle.loads(pickle.dumps(again)) == expected and held + 1 == big + 1
+        small = [i for i in again if i <= 256]
+        assert small and all(i is int(str(i)) for i in small)
+        del junk
+
 @pytest.mark.parametrize("threads", [1, 2])
 def test_a_batch_holds_off_the_collector_and_restores_it(cl100k, threads):
     # Each id list allocated counts toward the collector's next run: 20,000 of them set off
