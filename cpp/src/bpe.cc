@@ -553,6 +553,12 @@ bool BPEModel::piece_cached() const {
 }
 
 namespace {
+// Piece k of a batch: bounds[2k, 2k + 1] are offsets into text that the scanner found, so
+// inside it (encode_text's contract), and the piece is taken without substr's check and clamp.
+inline std::string_view piece_at(std::string_view text, const uint32_t* bounds, std::size_t k) {
+  return {text.data() + bounds[2 * k], std::size_t{bounds[2 * k + 1]} - bounds[2 * k]};
+}
+
 // The key of piece k, if it fits in the cache, and its line asked for.
 inline void key_piece(std::string_view text, const uint32_t* bounds, std::size_t k,
                       PieceCacheSet* cache, PieceKey* keys) {
@@ -807,7 +813,7 @@ void BPEModel::encode_pieces_ids(std::string_view text, const uint32_t* bounds, 
   std::size_t emitted = 0;
   for (std::size_t k = 0; k < n; ++k) {
     if (k + kLookAhead < n) key_piece(text, bounds, k + kLookAhead, cache, keys);
-    const std::string_view piece = text.substr(bounds[2 * k], bounds[2 * k + 1] - bounds[2 * k]);
+    const std::string_view piece = piece_at(text, bounds, k);
     found[k].meta = 0;
     if (piece.empty()) {
       emitted += emitted == k;
@@ -828,7 +834,7 @@ void BPEModel::encode_pieces_ids(std::string_view text, const uint32_t* bounds, 
     }
   }
   for (std::size_t k = emitted; k < n; ++k) {
-    const std::string_view piece = text.substr(bounds[2 * k], bounds[2 * k + 1] - bounds[2 * k]);
+    const std::string_view piece = piece_at(text, bounds, k);
     if (piece.empty() || emit_found(found[k])) continue;
     hand_over();
     if (found[k].meta != 0) {

@@ -119,7 +119,8 @@ class BPEModel {
   // Appends the tokens of one word (a pre-token) to out. Thread-safe.
   void encode_word(std::string_view word, std::vector<TokenSpan>& out) const;
 
-  // The pieces text[bounds[2k], bounds[2k + 1]) for k < count, in order, as encode_word each,
+  // The pieces text[bounds[2k], bounds[2k + 1]) for k < count (bounds[2k] <= bounds[2k + 1] <=
+  // text.size(), as the scanner gives them: not checked), in order, as encode_word each,
   // with spans relative to text. Faster than one call a piece: the cache lines of a batch of
   // pieces are asked for before any is used.
   static constexpr std::size_t kPieceBatch = 64;
