@@ -150,6 +150,60 @@ class CollectorPaused {
 // a short text takes to scan.
 constexpr std::size_t kReleaseGilAbove = 4096;
 
+// A sequence of ids as 32-bit values: a list or tuple of ints read in place (the common case:
+// what the encoders return), anything else through nanobind's conversion. False if an item is
+// not an int in [0, 2^32) (the callers raise TypeError, as a failed conversion of the
+// arguments would).
+bool read_ids(nb::handle seq, std::vector<uint32_t>& out) {
+  PyObject* const o = seq.ptr();
+  if (PyList_CheckExact(o) || PyTuple_CheckExact(o)) {
+    const Py_ssize_t n = PySequence_Fast_GET_SIZE(o);
+    PyObject** const items = PySequence_Fast_ITEMS(o);
+    out.resize(static_cast<std::size_t>(n));
+    bool exact = true;
+    for (Py_ssize_t i = 0; i < n && exact; ++i) {
+      PyObject* const v = items[i];
+      exact = PyLong_CheckExact(v);
+      if (!exact) break;
+      int overflow = 0;
+      const long long x = PyLong_AsLongLongAndOverflow(v, &overflow);
+      if (overflow != 0 || x < 0 || x > 0xFFFFFFFFLL) return false;
+      out[static_cast<std::size_t>(i)] = static_cast<uint32_t>(x);
+    }
+    if (exact) return true;  // else an int subclass or another kind of number: converted below
+  }
+  std::vector<uint32_t> converted;
+  if (!nb::try_cast(seq, converted)) return false;
+  out = std::move(converted);
+  return true;
+}
+
+// Ids decoded below this many keep the GIL (a request's reply, a paragraph): releasing and
+// taking it back cost as much as the decoding.
+constexpr std::size_t kDecodeReleaseGilAbove = 1u << 14;
+
+// The bytes of ids (tokens of a byte-level model), leaving out `skip` and stopping at the first
+// id that is no plain token or is in `stop`: (bytes, that position or len(ids)).
+nb::tuple decode_model_bytes(const BPEModel& model, nb::handle ids_seq, nb::handle skip_seq,
+                             nb::handle stop_seq) {
+  // (Buffers of this call's own: converting an object of another kind may run Python code,
+  // which may decode too.)
+  std::vector<uint32_t> ids, skip, stop;
+  if (!read_ids(ids_seq, ids) || !read_ids(skip_seq, skip) || !read_ids(stop_seq, stop)) {
+    throw nb::type_error("ids, skip and stop must be sequences of ints in [0, 2**32)");
+  }
+  std::string out;
+  out.reserve(ids.size() * 4);
+  std::size_t stopped = 0;
+  if (ids.size() > kDecodeReleaseGilAbove) {
+    nb::gil_scoped_release release;
+    stopped = model.decode_bytes(ids, skip, stop, out);
+  } else {
+    stopped = model.decode_bytes(ids, skip, stop, out);
+  }
+  return nb::make_tuple(nb::bytes(out.data(), out.size()), stopped);
+}
+
 // values -> array('I') (4-byte unsigned on every platform CPython supports), one copy.
 nb::object uint32_array(const std::vector<uint32_t>& values) {
   static_assert(sizeof(unsigned int) == 4, "array('I') items must be 4 bytes");
@@ -601,20 +655,7 @@ NB_MODULE(_core, m) {
           "ignore_merges"_a, "cache_capacity"_a, "byte_symbols"_a = false)
       .def("encode_words", &encode_words, "words"_a)
       .def("encode_words_dropout", &encode_words_dropout, "words"_a, "dropout"_a, "seed"_a)
-      .def(
-          "decode_bytes",
-          [](const BPEModel& model, const std::vector<uint32_t>& ids,
-             const std::vector<uint32_t>& skip, const std::vector<uint32_t>& stop) {
-            // (bytes, position of the first id it could not decode, or len(ids))
-            std::string out;
-            std::size_t stopped = 0;
-            {
-              nb::gil_scoped_release release;
-              out.reserve(ids.size() * 4);
-              stopped = model.decode_bytes(ids, skip, stop, out);
-            }
-            return nb::make_tuple(nb::bytes(out.data(), out.size()), stopped);
-          },
+      .def("decode_bytes", &decode_model_bytes,
           "ids"_a, "skip"_a, "stop"_a)
       .def(
           "merge_ids",

@@ -9,6 +9,9 @@
 // O(log n) memory-scattered steps, which on a million symbols made time grow faster than size.
 
 #include <algorithm>
+#include <cstring>
+#include <string>
+#include <vector>
 
 #include "tokenmill/bpe.h"
 #include "merge_lookup.h"
@@ -143,18 +146,39 @@ std::size_t BPEModel::decode_bytes(const std::vector<uint32_t>& ids,
                                    const std::vector<uint32_t>& skip,
                                    const std::vector<uint32_t>& stop, std::string& out) const {
   const std::vector<std::string_view>& token_of_id = tokens_by_id();
+  // Listed ids are few (special tokens, added ones), and usually above every plain token: an
+  // id below the least of them is neither skipped nor a stop without a search.
+  const uint32_t least = std::min(skip.empty() ? ~uint32_t{0} : skip.front(),
+                                  stop.empty() ? ~uint32_t{0} : stop.front());
   auto listed = [](const std::vector<uint32_t>& sorted, uint32_t id) {
     return !sorted.empty() && std::binary_search(sorted.begin(), sorted.end(), id);
   };
+  // Bytes are written at `at` in out, grown (doubling) ahead of a token that does not fit, and
+  // cut to what was written at the end: an append a token, with its own checks, was half the
+  // time of decoding English.
+  std::size_t at = out.size();
+  out.resize(std::max(out.capacity(), at + ids.size() * 4 + 16));
+  std::size_t stopped = ids.size();
   for (std::size_t k = 0; k < ids.size(); ++k) {
     const uint32_t id = ids[k];
-    if (listed(skip, id)) continue;
-    if (id >= token_of_id.size() || token_of_id[id].data() == nullptr || listed(stop, id)) {
-      return k;
+    if (id >= least) {
+      if (listed(skip, id)) continue;
+      if (listed(stop, id)) {
+        stopped = k;
+        break;
+      }
     }
-    out.append(token_of_id[id]);
+    if (id >= token_of_id.size() || token_of_id[id].data() == nullptr) {
+      stopped = k;
+      break;
+    }
+    const std::string_view token = token_of_id[id];
+    if (out.size() - at < token.size()) out.resize(2 * out.size() + token.size());
+    std::memcpy(&out[at], token.data(), token.size());
+    at += token.size();
   }
-  return ids.size();
+  out.resize(at);
+  return stopped;
 }
 
 }  // namespace tokenmill

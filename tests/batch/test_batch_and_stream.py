@@ -170,6 +170,33 @@ def released(tok: Tokenizer, ids: list[int]) -> list[str]:
     return list(tok.decode_stream(skip_special_tokens=False).feed(ids))
 
 
+def test_decode_takes_any_sequence_of_ids(cl100k):
+    # Lists and tuples of ints are read in place by the core; anything else that holds ids
+    # (numpy arrays, int enums) is converted first; what is no id is named, whatever the
+    # container. Long outputs (tokens of more than four bytes, more ids than a reply's) grow
+    # the buffer and come back whole.
+    import enum
+
+    text = "Decoding, unmistakably: 中文 and emoji 🙂, then\n\tindentation " * 3
+    ids = cl100k.encode_ordinary(text)
+    first = enum.IntEnum("First", {"ID": ids[0]})
+    for seq in (ids, tuple(ids), np.array(ids), np.array(ids, dtype=np.uint32),
+                [first.ID, *ids[1:]]):
+        assert cl100k.decode(seq) == text
+        assert cl100k.decode_bytes(seq) == text.encode("utf-8")
+    for bad, shown in ((-1, "-1"), (2**40, str(2**40)), (cl100k.get_vocab_size() + 5, None)):
+        shown = shown or str(bad)
+        with pytest.raises(tokenmill.InputError, match=rf"ids\[1\]: {shown} is not an id"):
+            cl100k.decode([ids[0], bad, *ids[1:]])
+    long_words = cl100k.encode_ordinary(" internationalization" * 5000)  # 5 bytes a token+
+    assert cl100k.decode(long_words) == " internationalization" * 5000
+    many = cl100k.encode_ordinary(text * 400)  # above the count decoded with the GIL held
+    assert len(many) > 1 << 14 and cl100k.decode(many) == text * 400
+    special = cl100k.token_to_id("<|endoftext|>")
+    assert special is not None and cl100k.decode([*ids, special, *ids]) == text + text
+    assert cl100k.decode([*ids, special], skip_special_tokens=False) == text + "<|endoftext|>"
+
+
 @settings(max_examples=150, deadline=None)
 @given(st.text(st.characters(exclude_categories=("Cs",)), max_size=40))
 def test_stream_releases_whole_characters_that_add_up(cl100k, text):
