@@ -160,17 +160,14 @@ bool read_ids(nb::handle seq, std::vector<uint32_t>& out) {
     const Py_ssize_t n = PySequence_Fast_GET_SIZE(o);
     PyObject** const items = PySequence_Fast_ITEMS(o);
     out.resize(static_cast<std::size_t>(n));
-    bool exact = true;
-    for (Py_ssize_t i = 0; i < n && exact; ++i) {
-      PyObject* const v = items[i];
-      exact = PyLong_CheckExact(v);
-      if (!exact) break;
+    Py_ssize_t i = 0;
+    for (; i < n && PyLong_CheckExact(items[i]); ++i) {
       int overflow = 0;
-      const long long x = PyLong_AsLongLongAndOverflow(v, &overflow);
+      const long long x = PyLong_AsLongLongAndOverflow(items[i], &overflow);
       if (overflow != 0 || x < 0 || x > 0xFFFFFFFFLL) return false;
       out[static_cast<std::size_t>(i)] = static_cast<uint32_t>(x);
     }
-    if (exact) return true;  // else an int subclass or another kind of number: converted below
+    if (i == n) return true;  // else an int subclass or another kind of number: converted below
   }
   std::vector<uint32_t> converted;
   if (!nb::try_cast(seq, converted)) return false;
@@ -192,15 +189,11 @@ nb::tuple decode_model_bytes(const BPEModel& model, nb::handle ids_seq, nb::hand
   if (!read_ids(ids_seq, ids) || !read_ids(skip_seq, skip) || !read_ids(stop_seq, stop)) {
     throw nb::type_error("ids, skip and stop must be sequences of ints in [0, 2**32)");
   }
-  std::string out;
-  out.reserve(ids.size() * 4);
-  std::size_t stopped = 0;
-  if (ids.size() > kDecodeReleaseGilAbove) {
-    nb::gil_scoped_release release;
-    stopped = model.decode_bytes(ids, skip, stop, out);
-  } else {
-    stopped = model.decode_bytes(ids, skip, stop, out);
-  }
+  std::string out;  // sized by decode_bytes
+  std::optional<nb::gil_scoped_release> release;
+  if (ids.size() > kDecodeReleaseGilAbove) release.emplace();
+  const std::size_t stopped = model.decode_bytes(ids, skip, stop, out);
+  release.reset();
   return nb::make_tuple(nb::bytes(out.data(), out.size()), stopped);
 }
 
