@@ -183,6 +183,22 @@ BPEModel::BPEModel(StringMap vocab, const std::vector<Merge>& merges, BPEOptions
     const std::string single(1, static_cast<char>(b));
     symbol_of_byte_[b] = options_.byte_symbols && lookup(single, id) ? id : -1;
   }
+  ascii_merges_ = tokens_are_lengths_;
+  for (int b = 0; b < 0x80; ++b) {
+    const int64_t symbol = symbol_of_byte_[b];
+    ascii_merges_ = ascii_merges_ && symbol >= 0 && symbol != options_.unk_id;
+  }
+  if (ascii_merges_) {
+    ascii_pairs_.assign(std::size_t{1} << 14, kNoMerge);
+    for (std::size_t pair = 0; pair < ascii_pairs_.size(); ++pair) {
+      uint64_t packed = 0;
+      if (merges_.find(pair_key(static_cast<uint32_t>(symbol_of_byte_[pair >> 7]),
+                                static_cast<uint32_t>(symbol_of_byte_[pair & 0x7F])),
+                       packed)) {
+        ascii_pairs_[pair] = packed;
+      }
+    }
+  }
   if (options_.byte_symbols) build_char_starts(merges);
   // Byte fallback works character by character, as in Hugging Face: a character falls back
   // to <0xNN> tokens when every one of its bytes has one (a vocabulary may hold only some).
@@ -260,6 +276,21 @@ void BPEModel::initial_symbols(std::string_view word, std::vector<Symbol>& syms)
   }
 }
 
+namespace {
+// The leftmost of the least of ranks[0, count) (count >= 1): where, and (best) which.
+inline std::size_t least_rank(const uint64_t* ranks, std::size_t count, uint64_t& best) {
+  std::size_t at = 0;
+  best = ranks[0];
+  for (std::size_t i = 1; i < count; ++i) {
+    if (ranks[i] < best) {  // strict: the leftmost pair wins a tie
+      best = ranks[i];
+      at = i;
+    }
+  }
+  return at;
+}
+}  // namespace
+
 void BPEModel::apply_merges(std::vector<Symbol>& syms) const {
   PairCacheEntry* const cache = pair_cache;
   if (syms.size() >= kBucketThreshold && merges_build_up_) {
@@ -284,14 +315,8 @@ void BPEModel::apply_merges(std::vector<Symbol>& syms) const {
   std::size_t size = n;
   for (std::size_t i = 0; i + 1 < size; ++i) ranks[i] = pair_rank(i);
   while (size > 1) {
-    std::size_t best = 0;
-    uint64_t best_rank = ranks[0];
-    for (std::size_t i = 1; i + 1 < size; ++i) {
-      if (ranks[i] < best_rank) {  // strict: the leftmost pair wins a tie
-        best_rank = ranks[i];
-        best = i;
-      }
-    }
+    uint64_t best_rank = 0;
+    const std::size_t best = least_rank(ranks, size - 1, best_rank);
     if (best_rank == ~uint64_t{0}) break;
     syms[best].id = static_cast<uint32_t>(best_rank & 0xFFFFFFFFu);
     syms[best].end = syms[best + 1].end;
@@ -501,6 +526,11 @@ inline void piece_key(std::string_view text, std::size_t begin, std::size_t len,
   k.hash = piece_hash(k, len);
 }
 
+// Whether the key's piece is ASCII (its padding is zeros).
+inline bool key_is_ascii(const PieceKey& k) {
+  return ((k.word[0] | k.word[1] | k.word[2] | k.word[3]) & 0x8080808080808080ULL) == 0;
+}
+
 inline PieceCacheSet& piece_slot(PieceCacheSet* cache, const PieceKey& k) {
   return cache[k.hash >> (64 - kPieceCacheBits)];
 }
@@ -689,43 +719,109 @@ void BPEModel::encode_missed_piece(std::string_view piece, uint32_t offset, cons
   const std::size_t first = out.size();
   encode_word_uncached(piece, out);
   const std::size_t count = out.size() - first;
-  bool end_to_end = true;
+  bool end_to_end = count <= kPieceKeyBytes;
+  uint32_t tok[kPieceKeyBytes];
+  uint32_t ends[kPieceKeyBytes];
   uint32_t at = 0;
-  for (std::size_t k = first; k < out.size(); ++k) {
-    end_to_end = end_to_end && out[k].start == at;  // else a byte has no token
-    at = out[k].end;
+  for (std::size_t k = 0; end_to_end && k < count; ++k) {
+    end_to_end = out[first + k].start == at;  // else a byte has no token
+    at = out[first + k].end;
+    tok[k] = out[first + k].id;
+    ends[k] = at;
   }
+  if (end_to_end && at == piece.size()) keep_piece(piece, key, set, tok, ends, count);
+  shift_spans(out, first, offset);
+}
+
+void BPEModel::keep_piece(std::string_view piece, const PieceKey& key, PieceCacheSet& set,
+                          const uint32_t* tok, const uint32_t* ends, std::size_t count) const {
   uint64_t meta = 0;
   uint64_t ids[2] = {0, 0};
-  if (end_to_end && at == piece.size() && count <= kPieceTokens) {
+  if (count <= kPieceTokens) {
     meta = piece.size() | count << 8;
     for (std::size_t k = 0; k < count; ++k) {
-      meta |= static_cast<uint64_t>(out[first + k].end) << (16 + 8 * k);
-      ids[k / 2] |= static_cast<uint64_t>(out[first + k].id) << (32 * (k % 2));
+      meta |= static_cast<uint64_t>(ends[k]) << (16 + 8 * k);
+      ids[k / 2] |= static_cast<uint64_t>(tok[k]) << (32 * (k % 2));
     }
-  } else if (end_to_end && at == piece.size() && count <= kPackedTokens && packed_ids_ &&
-             spans_are_token_lengths(out.data() + first, count)) {
+  } else if (count <= kPackedTokens && packed_ids_ &&
+             std::find(tok, tok + count, static_cast<uint32_t>(options_.unk_id)) == tok + count) {
+    // (Byte-level: each token as long as its bytes, but for the unknown token.)
     meta = piece.size() | count << 8;
     for (std::size_t k = 0; k < count; ++k) {
-      set_packed_id(meta, ids, static_cast<unsigned>(k), out[first + k].id);
+      set_packed_id(meta, ids, static_cast<unsigned>(k), tok[k]);
     }
-  } else if (end_to_end && at == piece.size() &&
-             ((key.word[0] | key.word[1] | key.word[2] | key.word[3]) & 0x8080808080808080ULL) ==
-                 0 &&
-             keep_cached_word(piece, out.data() + first, count)) {
+  } else if (key_is_ascii(key)) {
     // Too many tokens for an entry. An ASCII piece (a long identifier, a run of symbols) was
     // merged byte by byte, microseconds of work: it goes to the word cache, and the entry says
     // to look there. Other pieces start from whole characters and merge again nearly as fast
     // as the word cache finds them (keeping Chinese ones made a first pass over Chinese 13%
     // slower, for 10% on a second); and a piece the word cache has no room for gets no entry
     // (it would only send each meeting to a failed search before the merging).
+    TokenSpan spans[kPieceKeyBytes];  // an ASCII piece has at most a token a byte
+    for (std::size_t k = 0; k < count; ++k) spans[k] = {tok[k], k == 0 ? 0 : ends[k - 1], ends[k]};
+    if (!keep_cached_word(piece, spans, count)) return;
     meta = piece.size() | uint64_t{kWordCacheMark} << 8;
+  } else {
+    return;
   }
-  shift_spans(out, first, offset);
-  if (meta == 0) return;
   const uint32_t tag = piece_tag(serial_);
   const uint32_t head = static_cast<uint32_t>(set.way[0].word[0].load(std::memory_order_relaxed));
   piece_write(set.way[head == tag ? 1 : 0], tag, key, meta, ids[0], ids[1]);
+}
+
+std::size_t BPEModel::encode_missed_ascii(std::string_view piece, const PieceKey& key,
+                                          PieceCacheSet& set, uint32_t* tok) const {
+  uint32_t ends[kPieceKeyBytes];
+  std::size_t count = 1;
+  if (!options_.ignore_merges || !lookup(piece, tok[0])) {
+    count = merge_ascii(piece, tok, ends);
+  } else {
+    ends[0] = static_cast<uint32_t>(piece.size());
+  }
+  keep_piece(piece, key, set, tok, ends, count);
+  return count;
+}
+
+// apply_merges' scan on a piece of at most 32 bytes, whose symbols are its bytes: ids and ends
+// in arrays of four bytes, not symbols of twelve in a vector.
+std::size_t BPEModel::merge_ascii(std::string_view piece, uint32_t* tok, uint32_t* ends) const {
+  const std::size_t n = piece.size();
+  for (std::size_t i = 0; i < n; ++i) {
+    tok[i] = static_cast<uint32_t>(symbol_of_byte_[static_cast<unsigned char>(piece[i])]);
+    ends[i] = static_cast<uint32_t>(i + 1);
+  }
+  if (n < 2) return n;
+  PairCacheEntry* const cache = pair_cache;
+  uint64_t ranks[kPieceKeyBytes];
+  auto pair_rank = [&](std::size_t i) -> uint64_t {
+    uint32_t rank = 0;
+    uint32_t result = 0;
+    if (!find_merge(tok[i], tok[i + 1], rank, result, cache)) return kNoMerge;
+    return (static_cast<uint64_t>(rank) << 32) | result;
+  };
+  const uint64_t* const byte_pairs = ascii_pairs_.data();
+  auto byte_pair = [&](std::size_t at) {
+    return byte_pairs[std::size_t{static_cast<unsigned char>(piece[at])} << 7 |
+                      static_cast<unsigned char>(piece[at + 1])];
+  };
+  for (std::size_t i = 0; i + 1 < n; ++i) ranks[i] = byte_pair(i);
+  std::size_t size = n;
+  while (size > 1) {
+    uint64_t best_rank = 0;
+    const std::size_t best = least_rank(ranks, size - 1, best_rank);
+    if (best_rank == kNoMerge) break;
+    tok[best] = static_cast<uint32_t>(best_rank & 0xFFFFFFFFu);
+    ends[best] = ends[best + 1];
+    for (std::size_t i = best + 1; i + 1 < size; ++i) {
+      tok[i] = tok[i + 1];
+      ends[i] = ends[i + 1];
+      ranks[i] = ranks[i + 1];
+    }
+    --size;
+    if (best + 1 < size) ranks[best] = pair_rank(best);
+    if (best > 0) ranks[best - 1] = pair_rank(best - 1);
+  }
+  return size;
 }
 
 void BPEModel::encode_word(std::string_view word, std::vector<TokenSpan>& out) const {
@@ -795,7 +891,8 @@ void BPEModel::encode_pieces_ids(std::string_view text, const uint32_t* bounds, 
   // Ids found in the cache gather here and join `ids` in one copy (before anything else is
   // appended there): a push_back a token, its capacity check and its store of the vector's end,
   // were a tenth of the instructions of a pass over English seen before.
-  uint32_t gathered[kPieceBatch * kPackedTokens];
+  // (So do the ids of ASCII pieces merged here, at most one a byte.)
+  uint32_t gathered[kPieceBatch * kPieceKeyBytes];
   std::size_t gathered_count = 0;
   auto hand_over = [&] {
     ids.insert(ids.end(), gathered, gathered + gathered_count);
@@ -836,6 +933,12 @@ void BPEModel::encode_pieces_ids(std::string_view text, const uint32_t* bounds, 
   for (std::size_t k = emitted; k < n; ++k) {
     const std::string_view piece = piece_at(text, bounds, k);
     if (piece.empty() || emit_found(found[k])) continue;
+    if (found[k].meta == 0 && piece.size() <= kPieceKeyBytes && ascii_merges_ &&
+        key_is_ascii(keys[k])) {
+      gathered_count +=
+          encode_missed_ascii(piece, keys[k], piece_slot(cache, keys[k]), gathered + gathered_count);
+      continue;
+    }
     hand_over();
     if (found[k].meta != 0) {
       // Marked: its tokens are in the word cache (kept there before the mark was written).

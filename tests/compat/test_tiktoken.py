@@ -168,6 +168,39 @@ def test_pieces_the_piece_cache_cannot_hold(shared_data, encodings, pairs, monke
         assert [e.offsets for e in encodings_] == offsets
 
 
+@pytest.mark.parametrize("name", NAMES)
+def test_ascii_pieces_merged_for_ids_then_read_for_offsets(shared_data, encodings, pairs,
+                                                           monkeypatch, name):
+    # A short ASCII piece the piece cache does not hold is merged, on the ids path, on arrays
+    # of its bytes (merge_ascii), and its entry written from them: up to four tokens with their
+    # ends, five to eight packed, more in the word cache. Random base64, hex and words meet
+    # all three; the entries then serve encode's offsets, which must be those of a tokenizer
+    # without caches.
+    from tokenmill.formats import tiktoken as tiktoken_format
+
+    path = shared_data / encodings[name]["file"]
+    monkeypatch.setattr(tiktoken_format, "CACHE_CAPACITY", 0)
+    uncached = tokenmill.load(name, path=path)
+    monkeypatch.undo()
+    tok = tokenmill.load(name, path=path)  # its own model: entries start empty
+    ref = pairs[name][1]
+    alphabets = [string.ascii_letters + string.digits + "+/", "0123456789abcdef",
+                 string.ascii_letters + " ", string.printable]
+
+    @settings(max_examples=150, deadline=None)
+    @given(st.sampled_from(alphabets).flatmap(
+        lambda a: st.lists(st.text(alphabet=a, max_size=60), min_size=1, max_size=4)))
+    def check(texts):
+        expected = [ref.encode_ordinary(t) for t in texts]
+        assert [tok.encode_ordinary(t) for t in texts] == expected  # entries written here
+        for t, ids in zip(texts, expected):
+            e = tok.encode(t, disallowed_special=())  # and read here
+            assert e.ids == ids
+            assert e.offsets == uncached.encode(t, disallowed_special=()).offsets
+
+    check()
+
+
 # CPython keeps a str as 1, 2 or 4 bytes a character, as its widest character needs (an ASCII
 # str's bytes are UTF-8 already); the core turns the others into UTF-8 itself, 16 characters at
 # a time while they are ASCII (cpp/src/text.cc). Texts of each width: ASCII runs of any length

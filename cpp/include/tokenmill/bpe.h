@@ -202,6 +202,19 @@ class BPEModel {
                            std::vector<TokenSpan>& out) const;
   void encode_missed_piece(std::string_view piece, uint32_t offset, const PieceKey& key,
                            PieceCacheSet& set, std::vector<TokenSpan>& out) const;
+  // The same for the ids path, where the piece is ASCII and ascii_merges_ holds: merged on
+  // arrays of ids and token ends (merge_ascii); writes its ids at tok (room for one a byte)
+  // and returns how many.
+  std::size_t encode_missed_ascii(std::string_view piece, const PieceKey& key,
+                                  PieceCacheSet& set, uint32_t* tok) const;
+  // ascii_merges_: merges an ASCII piece of at most 32 bytes as apply_merges does its bytes'
+  // symbols; writes its tokens' ids and ends (in the piece); returns how many.
+  std::size_t merge_ascii(std::string_view piece, uint32_t* tok, uint32_t* ends) const;
+  // Writes the entry of key's piece (count tokens end to end: ids tok, ends `ends`) into set,
+  // when the tokens fit in one (or, for an ASCII piece, in the word cache, which the entry
+  // then names).
+  void keep_piece(std::string_view piece, const PieceKey& key, PieceCacheSet& set,
+                  const uint32_t* tok, const uint32_t* ends, std::size_t count) const;
   void initial_symbols(std::string_view word, std::vector<Symbol>& syms) const;
   void initial_byte_symbols(std::string_view word, std::vector<Symbol>& syms) const;
   void apply_merges(std::vector<Symbol>& syms) const;
@@ -247,6 +260,14 @@ class BPEModel {
   void check_token_lengths(const std::vector<Merge>& merges);
   bool tokens_are_lengths_ = false;  // byte-level, each merge's token its parts' bytes
   bool packed_ids_ = false;  // and ids below 2^18: piece-cache entries of 8 tokens
+  // tokens_are_lengths_, and every ASCII byte a token (not the unknown one): an ASCII piece's
+  // symbols are its bytes, and merge_ascii may merge it.
+  bool ascii_merges_ = false;
+  // ascii_merges_: the merge of every two ASCII bytes (first << 7 | second), as find_merge
+  // packs it (rank << 32 | result), or kNoMerge; 128 KiB, where the first lookups of an ASCII
+  // piece found a bit in the pair filter, a line in the pair cache and, for the pairs of
+  // random text (base64, hex), a line of the merge table, each elsewhere in memory.
+  std::vector<uint64_t> ascii_pairs_;
   bool all_bytes_known(std::string_view ch) const;
 
   int64_t byte_ids_[256];  // <0xNN> tokens (byte_fallback); -1 where the vocabulary has none
