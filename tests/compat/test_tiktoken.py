@@ -214,10 +214,18 @@ WIDE = {
 ASCII_RUN = st.text(alphabet=st.characters(max_codepoint=0x7F), max_size=40)
 
 
+# Characters unassigned in the Unicode of Python's unicodedata (which hypothesis draws by) are
+# left out: the scanners' classes come from the pinned `regex` release, whose Unicode is newer
+# than tiktoken's (CJK extension J at U+323B0 and others are letters to it and to us, not to
+# tiktoken), so a text holding one may be cut differently by design. Unassigned characters
+# came up in about one run of this test in sixteen.
+NOT_DRAWN = ("Cs", "Cn")
+
+
 def texts_of_width(width: str) -> st.SearchStrategy[str]:
     low, high = WIDE[width]
-    up_to = st.characters(min_codepoint=0x80, max_codepoint=high, exclude_categories=("Cs",))
-    widest = st.characters(min_codepoint=low, max_codepoint=high, exclude_categories=("Cs",))
+    up_to = st.characters(min_codepoint=0x80, max_codepoint=high, exclude_categories=NOT_DRAWN)
+    widest = st.characters(min_codepoint=low, max_codepoint=high, exclude_categories=NOT_DRAWN)
     runs = st.lists(st.tuples(ASCII_RUN, st.text(up_to, max_size=3)), max_size=8)
     return st.tuples(runs, widest, st.integers(min_value=0)).map(
         lambda r: _insert("".join(a + b for a, b in r[0]), r[1], r[2]))
