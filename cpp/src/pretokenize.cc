@@ -432,32 +432,44 @@ inline Block64 classify64(const unsigned char* p) {
 }
 
 // At byte i of text (at least 64 bytes from i on), the pieces that follow one another there
-// when each is a word " ?[A-Za-z]+" (a space and letters; the first may lack the space) or a
-// run of ASCII punctuation between a word's last letter and a space before the next word, found
-// in one step from bit masks: where each ends is written to ends (at most max), the count
-// returned; 0 when the first piece is not a word. With split_case (o200k_base), a letter run is
-// cut where an uppercase letter follows a lowercase one ([A-Z]*[a-z]+ and [A-Z]+[a-z]* in
-// ASCII). Such a punctuation run is one piece in all three patterns: no word alternative can
-// take it (a space, not a letter, follows its first character), and " ?[^\s\p{L}\p{N}]+"
-// stops at the space, before any [\r\n/] tail. Only ends the 64 bytes decide are given: a word
-// at the block's end may go on past it, or (at a non-ASCII byte) with a letter or mark, or (in
-// o200k_base, at an apostrophe) with a contraction; a punctuation run cut off there may go on;
-// the general path takes such a piece. English text is mostly these pieces, and taking them one
-// by one cost a mispredicted branch at nearly every piece's end.
-inline size_t word_run(const unsigned char* p, size_t i, bool split_case, size_t* ends,
-                       size_t max) {
+// when each is a word " ?[A-Za-z]+" (a space and letters; the first may lack the space), with
+// `prefixed` (cl100k_base, o200k_base; not GPT-2's pattern) a word after a word with one ASCII
+// punctuation character before it (".name", "_case", "(arg": the optional [^\r\n\p{L}\p{N}]
+// of their word alternatives), a run of spaces before a word but its
+// last space (indentation: \s+(?!\S)), or a run of ASCII punctuation between a word's last
+// letter and a space before the next word, found in one step from bit masks: where each ends is
+// written to ends (at most max), the count returned; 0 when the first piece is none of these.
+// With split_case (o200k_base), a letter run is cut where an uppercase letter follows a
+// lowercase one ([A-Z]*[a-z]+ and [A-Z]+[a-z]* in ASCII). Such a punctuation run is one piece
+// in all three patterns: no word alternative can take it (a space, not a letter, follows its
+// first character), and " ?[^\s\p{L}\p{N}]+" stops at the space, before any [\r\n/] tail. A
+// punctuation character between two letters starts a piece (the word before it ends there) that
+// the word alternative takes whole. Only ends the 64 bytes decide are given: a word at the
+// block's end may go on past it, or (at a non-ASCII byte) with a letter or mark, or (in
+// o200k_base, at an apostrophe) with a contraction; a punctuation or space run cut off there
+// may go on; the general path takes such a piece. English text is mostly these pieces, code
+// largely, and taking them one by one cost a mispredicted branch at nearly every piece's end.
+inline size_t word_run(const unsigned char* p, size_t i, bool split_case, bool prefixed,
+                       size_t* ends, size_t max) {
   const Block64 b = classify64(p + i);
   const uint64_t space_word = b.space & (b.letter >> 1);  // a space with a letter after it
-  if (((b.letter | space_word) & 1) == 0) return 0;
+  // A space with another after it: all but the last of a run (the run is a piece of its own
+  // only if it ends before a word, and then its last space is a space_word; a run that ends
+  // otherwise ends the region at its last space, its piece unfinished).
+  const uint64_t space_space = b.space & (b.space >> 1);
+  if (((b.letter | space_word | space_space) & 1) == 0) return 0;
   // Punctuation followed by more of it or by a space before a letter (so a run of it is in
   // only if it ends before a word; a run cut short leaves the region where it stops being so).
   const uint64_t punct_in = b.punct & ((b.punct | space_word) >> 1);
-  const uint64_t out = ~(b.letter | space_word | punct_in);
+  // between two letters
+  const uint64_t prefix = prefixed ? b.punct & (b.letter >> 1) & (b.letter << 1) : 0;
+  const uint64_t out = ~(b.letter | space_word | space_space | punct_in | prefix);
   const unsigned end = out == 0 ? 64u : static_cast<unsigned>(__builtin_ctzll(out));
   const uint64_t region = end == 64 ? ~uint64_t{0} : (uint64_t{1} << end) - 1;
-  // Pieces start at a space before a word and at the first of a run of punctuation (which in
-  // the region always follows a letter).
-  uint64_t starts = space_word | (b.punct & ~(b.punct << 1));
+  // Pieces start at a space before a word, at the first of a run of punctuation (which in
+  // the region always follows a letter; a prefix is one such run) and at the first of a run
+  // of spaces.
+  uint64_t starts = space_word | (b.punct & ~(b.punct << 1)) | (space_space & ~(b.space << 1));
   if (split_case) starts |= b.upper & ((b.letter & ~b.upper) << 1);
   starts &= region & ~uint64_t{1};
   size_t k = 0;
@@ -486,17 +498,19 @@ size_t scan_pieces(SplitPattern pattern, std::string_view text, size_t i, size_t
 #ifdef TOKENMILL_SSE2
   const bool words_first = pattern != SplitPattern::kWords;
   const bool split_case = pattern == SplitPattern::kO200K;
+  const bool prefixed = split_case || pattern == SplitPattern::kCL100K;
   const auto* bytes = reinterpret_cast<const unsigned char*>(text.data());
 #endif
   return with_scanner<std::string_view>(pattern, [&](auto scan) {
     size_t k = 0;
     while (k < max && i < text.size()) {
 #ifdef TOKENMILL_SSE2
-      // (A word starts here: a letter, or a space and a letter. Runs of indentation and
-      // " =" in code are not worth classifying a block for.)
+      // (A word starts here: a letter, or a space and a letter; or a run of spaces, as before
+      // each line of indented code. " =" in code is not worth classifying a block for.)
       if (words_first && text.size() - i >= 64 &&
-          (letter_ascii(bytes[i]) || (bytes[i] == ' ' && letter_ascii(bytes[i + 1])))) {
-        const size_t got = word_run(bytes, i, split_case, ends + k, max - k);
+          (letter_ascii(bytes[i]) ||
+           (bytes[i] == ' ' && (letter_ascii(bytes[i + 1]) || bytes[i + 1] == ' ')))) {
+        const size_t got = word_run(bytes, i, split_case, prefixed, ends + k, max - k);
         if (got != 0) {
           k += got;
           i = ends[k - 1];

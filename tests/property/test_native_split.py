@@ -123,9 +123,25 @@ word_stream = st.lists(
 ).map(lambda words: "".join(sep + word + tail for sep, word, tail in words))
 
 
-@settings(max_examples=2000)
-@given(word_stream, st.integers(0, 3))
-def test_utf8_scanners_on_streams_of_words(text, skip):
+# Code, as the byte scanners' masks meet it: identifiers with a character of punctuation
+# between words ("self.name", "snake_case", "f(arg"), which the word alternatives of cl100k_base
+# and o200k_base take as a prefix and GPT-2's pattern does not; runs of indentation, which are
+# pieces of their own before a word but their last space; and whatever may end such a run.
+code_stream = st.lists(
+    st.one_of(
+        st.text(st.sampled_from("abcxyzABCXYZs"), min_size=1, max_size=10),
+        st.sampled_from(list("._()[]{}:;=+-*/<>!\"#$%&@\\^`|~',") + ["->", "()", "):", "==",
+                                                                       "\u00e9", "\u4e2d", "9"]),
+        st.text(st.sampled_from(" "), min_size=1, max_size=9),
+        st.sampled_from(["\n", "\n    ", "\n        ", ":\n    ", "\t", " \n", "\r\n  ", "'s"]),
+    ),
+    min_size=16, max_size=80,
+).map("".join)
+
+
+@settings(max_examples=3500)
+@given(st.one_of(word_stream, code_stream), st.integers(0, 3))
+def test_utf8_scanners_on_streams_of_words_and_code(text, skip):
     text = text[skip:]
     for pattern, scanner in PATTERNS:
         assert native_utf8_pieces(scanner, text) == regex.findall(pattern, text), (pattern, text)
@@ -185,8 +201,14 @@ def test_every_line_of_every_corpus(shared_data):
 @pytest.mark.parametrize("pattern, scanner", PATTERNS,
                          ids=[f"scanner{s}-{i}" for i, (_, s) in enumerate(PATTERNS)])
 def test_whole_files_with_their_newlines(shared_data, pattern, scanner):
-    for name in ("en/tinyshakespeare.txt", "zh/ud_zh_gsdsimp_dev.txt"):
-        text = (shared_data / "text" / name).read_text("utf-8")
+    texts = [(shared_data / "text" / name).read_text("utf-8")
+             for name in ("en/tinyshakespeare.txt", "zh/ud_zh_gsdsimp_dev.txt")]
+    # and source files whole (the line test above cuts them into pieces shorter than the byte
+    # scanners' 64-byte blocks, mostly)
+    for path in sorted((shared_data / "code").glob("*.jsonl")):
+        texts.append("".join(json.loads(doc)["text"]
+                             for doc in path.read_text("utf-8").splitlines()[:200]))
+    for text in texts:
         expected = regex.findall(pattern, text)
         assert native_pieces(scanner, text) == expected
         assert native_utf8_pieces(scanner, text) == expected
