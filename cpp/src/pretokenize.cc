@@ -454,22 +454,28 @@ inline size_t word_run(const unsigned char* p, size_t i, bool split_case, bool p
   const Block64 b = classify64(p + i);
   const uint64_t space_word = b.space & (b.letter >> 1);  // a space with a letter after it
   // A space with another after it: all but the last of a run (the run is a piece of its own
-  // only if it ends before a word, and then its last space is a space_word; a run that ends
-  // otherwise ends the region at its last space, its piece unfinished).
+  // only if it ends before a word or punctuation, and then its last space is a space_word or a
+  // space_punct; a run that ends otherwise ends the region at its last space, its piece
+  // unfinished).
   const uint64_t space_space = b.space & (b.space >> 1);
-  if (((b.letter | space_word | space_space) & 1) == 0) return 0;
-  // Punctuation followed by more of it or by a space before a letter (so a run of it is in
-  // only if it ends before a word; a run cut short leaves the region where it stops being so).
-  const uint64_t punct_in = b.punct & ((b.punct | space_word) >> 1);
-  // between two letters
+  const uint64_t space_punct = b.space & (b.punct >> 1);  // starts " ?[^\s\p{L}\p{N}]+"
+  const uint64_t spaced = space_word | space_space | space_punct;
+  if (((b.letter | spaced) & 1) == 0) return 0;
+  // Punctuation followed by more of it, by a letter or by a space in the region (so a run of
+  // it is in only if the piece after it starts in the region; a run cut short leaves the
+  // region where it stops being so).
+  const uint64_t punct_in = b.punct & ((b.punct | b.letter | spaced) >> 1);
+  // One character of it between two letters: a word's prefix.
   const uint64_t prefix = prefixed ? b.punct & (b.letter >> 1) & (b.letter << 1) : 0;
-  const uint64_t out = ~(b.letter | space_word | space_space | punct_in | prefix);
+  const uint64_t out = ~(b.letter | spaced | punct_in);
   const unsigned end = out == 0 ? 64u : static_cast<unsigned>(__builtin_ctzll(out));
   const uint64_t region = end == 64 ? ~uint64_t{0} : (uint64_t{1} << end) - 1;
-  // Pieces start at a space before a word, at the first of a run of punctuation (which in
-  // the region always follows a letter; a prefix is one such run) and at the first of a run
-  // of spaces.
-  uint64_t starts = space_word | (b.punct & ~(b.punct << 1)) | (space_space & ~(b.space << 1));
+  // Pieces start at a space before a word or punctuation, at the first of a run of spaces, at
+  // the first of a run of punctuation after a letter (a prefix is one such run), and at a
+  // letter after punctuation that is not its prefix.
+  uint64_t starts = space_word | space_punct | (space_space & ~(b.space << 1)) |
+                    (b.punct & ~(b.punct << 1) & ~(b.space << 1)) |
+                    (b.letter & (b.punct << 1) & ~(prefix << 1));
   if (split_case) starts |= b.upper & ((b.letter & ~b.upper) << 1);
   starts &= region & ~uint64_t{1};
   size_t k = 0;
@@ -505,11 +511,9 @@ size_t scan_pieces(SplitPattern pattern, std::string_view text, size_t i, size_t
     size_t k = 0;
     while (k < max && i < text.size()) {
 #ifdef TOKENMILL_SSE2
-      // (A word starts here: a letter, or a space and a letter; or a run of spaces, as before
-      // each line of indented code. " =" in code is not worth classifying a block for.)
-      if (words_first && text.size() - i >= 64 &&
-          (letter_ascii(bytes[i]) ||
-           (bytes[i] == ' ' && (letter_ascii(bytes[i + 1]) || bytes[i + 1] == ' ')))) {
+      // (A word starts here, a letter or a space and a letter; or a run of spaces, as before
+      // each line of indented code; or a space and punctuation, as in " = ".)
+      if (words_first && text.size() - i >= 64 && (letter_ascii(bytes[i]) || bytes[i] == ' ')) {
         const size_t got = word_run(bytes, i, split_case, prefixed, ends + k, max - k);
         if (got != 0) {
           k += got;
