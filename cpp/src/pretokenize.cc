@@ -386,12 +386,14 @@ void scan_text(SplitPattern pattern, const S& s, std::vector<uint32_t>& ends) {
 #ifdef TOKENMILL_SSE2
 // Sixty-four bytes as bit masks (bit j for byte j): ASCII letters, uppercase ASCII letters,
 // spaces (' ' only), printable ASCII punctuation but the apostrophe (which may start a
-// contraction), and bytes of 0x80 and over.
+// contraction), \r and \n, slashes, and bytes of 0x80 and over.
 struct Block64 {
   uint64_t letter;
   uint64_t upper;
   uint64_t space;
   uint64_t punct;
+  uint64_t newline;
+  uint64_t slash;
   uint64_t high;
 };
 
@@ -408,10 +410,13 @@ inline Block64 classify64(const unsigned char* p) {
   const __m128i zero = _mm_set1_epi8('0');
   const __m128i ten = _mm_set1_epi8(static_cast<char>(10 ^ 0x80));
   const __m128i apostrophe = _mm_set1_epi8('\'');
+  const __m128i cr = _mm_set1_epi8('\r');
+  const __m128i lf = _mm_set1_epi8('\n');
+  const __m128i slash = _mm_set1_epi8('/');
   auto mask = [](__m128i m) {
     return static_cast<uint64_t>(static_cast<unsigned>(_mm_movemask_epi8(m)));
   };
-  Block64 b{0, 0, 0, 0, 0};
+  Block64 b{0, 0, 0, 0, 0, 0, 0};
   for (int k = 0; k < 4; ++k) {
     const __m128i v = _mm_loadu_si128(reinterpret_cast<const __m128i*>(p + 16 * k));
     const __m128i letter =
@@ -426,6 +431,8 @@ inline Block64 classify64(const unsigned char* p) {
     b.upper |= mask(upper) << shift;
     b.space |= mask(_mm_cmpeq_epi8(v, space)) << shift;
     b.punct |= mask(_mm_andnot_si128(not_punct, shown)) << shift;
+    b.newline |= mask(_mm_or_si128(_mm_cmpeq_epi8(v, cr), _mm_cmpeq_epi8(v, lf))) << shift;
+    b.slash |= mask(_mm_cmpeq_epi8(v, slash)) << shift;
     b.high |= mask(v) << shift;
   }
   return b;
@@ -461,21 +468,33 @@ inline size_t word_run(const unsigned char* p, size_t i, bool split_case, bool p
   const uint64_t space_punct = b.space & (b.punct >> 1);  // starts " ?[^\s\p{L}\p{N}]+"
   const uint64_t spaced = space_word | space_space | space_punct;
   if (((b.letter | spaced) & 1) == 0) return 0;
-  // Punctuation followed by more of it, by a letter or by a space in the region (so a run of
-  // it is in only if the piece after it starts in the region; a run cut short leaves the
-  // region where it stops being so).
-  const uint64_t punct_in = b.punct & ((b.punct | b.letter | spaced) >> 1);
-  // One character of it between two letters: a word's prefix.
-  const uint64_t prefix = prefixed ? b.punct & (b.letter >> 1) & (b.letter << 1) : 0;
-  const uint64_t out = ~(b.letter | spaced | punct_in);
+  // With `prefixed`, the \r and \n right after a run of punctuation: the run's piece takes them
+  // ([\r\n]* in cl100k_base, [\r\n/]* in o200k_base, where a slash after them would go on
+  // with the piece: such a tail's last newline is left out, and the region ends there, the
+  // piece unfinished). (Each run of newlines that starts after punctuation, found by carrying
+  // a bit through it: the sum's changed bits.)
+  uint64_t tail = 0;
+  if (prefixed) {
+    const uint64_t first = b.newline & (b.punct << 1);
+    tail = ((b.newline + first) ^ b.newline) & b.newline;
+    if (split_case) tail &= ~(b.slash >> 1);
+  }
+  // Punctuation followed by more of it, by a letter, by a space in the region or by its tail
+  // (so a run of it is in only if the piece after it starts in the region; a run cut short
+  // leaves the region where it stops being so).
+  const uint64_t punct_in = b.punct & ((b.punct | b.letter | spaced | tail) >> 1);
+  // One character of it starting a piece (after a letter or a tail) before a letter: a
+  // word's prefix.
+  const uint64_t prefix = prefixed ? b.punct & (b.letter >> 1) & ((b.letter | tail) << 1) : 0;
+  const uint64_t out = ~(b.letter | spaced | punct_in | tail);
   const unsigned end = out == 0 ? 64u : static_cast<unsigned>(__builtin_ctzll(out));
   const uint64_t region = end == 64 ? ~uint64_t{0} : (uint64_t{1} << end) - 1;
   // Pieces start at a space before a word or punctuation, at the first of a run of spaces, at
-  // the first of a run of punctuation after a letter (a prefix is one such run), and at a
-  // letter after punctuation that is not its prefix.
+  // the first of a run of punctuation after a letter or a tail (a prefix is one such run), and
+  // at a letter after punctuation that is not its prefix or after a tail.
   uint64_t starts = space_word | space_punct | (space_space & ~(b.space << 1)) |
                     (b.punct & ~(b.punct << 1) & ~(b.space << 1)) |
-                    (b.letter & (b.punct << 1) & ~(prefix << 1));
+                    (b.letter & (((b.punct & ~prefix) | tail) << 1));
   if (split_case) starts |= b.upper & ((b.letter & ~b.upper) << 1);
   starts &= region & ~uint64_t{1};
   size_t k = 0;
