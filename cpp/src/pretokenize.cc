@@ -386,14 +386,13 @@ void scan_text(SplitPattern pattern, const S& s, std::vector<uint32_t>& ends) {
 #ifdef TOKENMILL_SSE2
 // Sixty-four bytes as bit masks (bit j for byte j): ASCII letters, uppercase ASCII letters,
 // spaces (' ' only), printable ASCII punctuation but the apostrophe (which may start a
-// contraction), \r and \n, slashes, and bytes of 0x80 and over.
+// contraction), \r and \n, and bytes of 0x80 and over.
 struct Block64 {
   uint64_t letter;
   uint64_t upper;
   uint64_t space;
   uint64_t punct;
   uint64_t newline;
-  uint64_t slash;
   uint64_t high;
 };
 
@@ -412,11 +411,10 @@ inline Block64 classify64(const unsigned char* p) {
   const __m128i apostrophe = _mm_set1_epi8('\'');
   const __m128i cr = _mm_set1_epi8('\r');
   const __m128i lf = _mm_set1_epi8('\n');
-  const __m128i slash = _mm_set1_epi8('/');
   auto mask = [](__m128i m) {
     return static_cast<uint64_t>(static_cast<unsigned>(_mm_movemask_epi8(m)));
   };
-  Block64 b{0, 0, 0, 0, 0, 0, 0};
+  Block64 b{0, 0, 0, 0, 0, 0};
   for (int k = 0; k < 4; ++k) {
     const __m128i v = _mm_loadu_si128(reinterpret_cast<const __m128i*>(p + 16 * k));
     const __m128i letter =
@@ -432,7 +430,6 @@ inline Block64 classify64(const unsigned char* p) {
     b.space |= mask(_mm_cmpeq_epi8(v, space)) << shift;
     b.punct |= mask(_mm_andnot_si128(not_punct, shown)) << shift;
     b.newline |= mask(_mm_or_si128(_mm_cmpeq_epi8(v, cr), _mm_cmpeq_epi8(v, lf))) << shift;
-    b.slash |= mask(_mm_cmpeq_epi8(v, slash)) << shift;
     b.high |= mask(v) << shift;
   }
   return b;
@@ -470,14 +467,14 @@ inline size_t word_run(const unsigned char* p, size_t i, bool split_case, bool p
   if (((b.letter | spaced) & 1) == 0) return 0;
   // With `prefixed`, the \r and \n right after a run of punctuation: the run's piece takes them
   // ([\r\n]* in cl100k_base, [\r\n/]* in o200k_base, where a slash after them would go on
-  // with the piece: such a tail's last newline is left out, and the region ends there, the
-  // piece unfinished). (Each run of newlines that starts after punctuation, found by carrying
+  // with the piece: there a tail's last newline is left out when punctuation follows it, and
+  // the region ends at it, the piece unfinished). (Each run of newlines that starts after punctuation, found by carrying
   // a bit through it: the sum's changed bits.)
   uint64_t tail = 0;
   if (prefixed) {
     const uint64_t first = b.newline & (b.punct << 1);
     tail = ((b.newline + first) ^ b.newline) & b.newline;
-    if (split_case) tail &= ~(b.slash >> 1);
+    if (split_case) tail &= ~(b.punct >> 1);
   }
   // Punctuation followed by more of it, by a letter, by a space in the region or by its tail
   // (so a run of it is in only if the piece after it starts in the region; a run cut short
