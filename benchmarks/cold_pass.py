@@ -1,0 +1,52 @@
+"""One first pass of tokenmill over one of bench_encode's inputs, in this process: load the
+encoding, encode "x", then ``encode_ordinary_batch(docs, num_threads=1)`` over documents the
+process has not seen (bench_encode's "cold" measurement, alone). Prints the pass's time and
+page faults.
+
+Its use is comparing two builds where wall time is too noisy to tell them apart: run it under
+callgrind in a virtualenv of each build (the load is the same in both, so the difference in
+the process's instruction count is the pass's)::
+
+    valgrind --tool=callgrind python benchmarks/cold_pass.py o200k_base code
+"""
+
+from __future__ import annotations
+
+import argparse
+import resource
+import sys
+import time
+from pathlib import Path
+
+from bench_bpe import DEFAULT_DATA, MB
+from bench_encode import ENCODINGS, chinese, code, english
+
+INPUTS = {"english": english, "chinese": chinese, "code": code}
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("encoding", choices=ENCODINGS)
+    parser.add_argument("input", choices=sorted(INPUTS))
+    parser.add_argument("--mb", type=float, default=4.0, help="text to encode (default 4)")
+    parser.add_argument("--data", type=Path, default=DEFAULT_DATA)
+    args = parser.parse_args(argv)
+
+    import tokenmill
+
+    docs, _ = INPUTS[args.input](args.data, int(args.mb * MB))
+    enc = tokenmill.load(args.encoding, path=args.data / "tokenizers" / "tiktoken")
+    enc.encode_ordinary("x")
+    faults = resource.getrusage(resource.RUSAGE_SELF).ru_minflt
+    t0 = time.perf_counter()
+    ids = enc.encode_ordinary_batch(docs, num_threads=1)
+    seconds = time.perf_counter() - t0
+    faults = resource.getrusage(resource.RUSAGE_SELF).ru_minflt - faults
+    size = sum(len(d.encode("utf-8")) for d in docs)
+    print(f"{args.encoding} {args.input}: {size / MB:.2f} MB, {sum(map(len, ids))} tokens, "
+          f"{seconds * 1e3:.1f} ms ({size / MB / seconds:.1f} MB/s), {faults} page faults")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
