@@ -476,6 +476,11 @@ inline size_t word_run(const unsigned char* p, size_t i, bool split_case, bool p
     tail = ((b.newline + first) ^ b.newline) & b.newline;
     if (split_case) tail &= ~(b.punct >> 1);
   }
+  // With `prefixed`, a run of newlines after a letter and before one: a piece of its own
+  // (\s*[\r\n] in cl100k_base, \s*[\r\n]+ in o200k_base, the whitespace up to its last newline;
+  // GPT-2's pattern splits such a run). Each newline followed by another or by a letter is in;
+  // a run that ends otherwise ends the region at its last newline, its piece unfinished.
+  const uint64_t line_break = prefixed ? b.newline & ((b.newline | b.letter) >> 1) : 0;
   // Punctuation followed by more of it, by a letter, by a space in the region or by its tail
   // (so a run of it is in only if the piece after it starts in the region; a run cut short
   // leaves the region where it stops being so).
@@ -483,15 +488,17 @@ inline size_t word_run(const unsigned char* p, size_t i, bool split_case, bool p
   // One character of it starting a piece (after a letter or a tail) before a letter: a
   // word's prefix.
   const uint64_t prefix = prefixed ? b.punct & (b.letter >> 1) & ((b.letter | tail) << 1) : 0;
-  const uint64_t out = ~(b.letter | spaced | punct_in | tail);
+  const uint64_t out = ~(b.letter | spaced | punct_in | tail | line_break);
   const unsigned end = out == 0 ? 64u : static_cast<unsigned>(__builtin_ctzll(out));
   const uint64_t region = end == 64 ? ~uint64_t{0} : (uint64_t{1} << end) - 1;
   // Pieces start at a space before a word or punctuation, at the first of a run of spaces, at
-  // the first of a run of punctuation after a letter or a tail (a prefix is one such run), and
-  // at a letter after punctuation that is not its prefix or after a tail.
+  // the first of a run of punctuation after a letter or a newline (a prefix is one such run),
+  // at a newline after a letter, and at a letter after punctuation that is not its prefix or
+  // after a newline.
   uint64_t starts = space_word | space_punct | (space_space & ~(b.space << 1)) |
                     (b.punct & ~(b.punct << 1) & ~(b.space << 1)) |
-                    (b.letter & (((b.punct & ~prefix) | tail) << 1));
+                    (line_break & (b.letter << 1)) |
+                    (b.letter & (((b.punct & ~prefix) | tail | line_break) << 1));
   if (split_case) starts |= b.upper & ((b.letter & ~b.upper) << 1);
   starts &= region & ~uint64_t{1};
   size_t k = 0;
