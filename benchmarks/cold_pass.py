@@ -18,7 +18,7 @@ import sys
 import time
 from pathlib import Path
 
-from bench_bpe import DEFAULT_DATA, MB
+from bench_bpe import DEFAULT_DATA, MB, utf8_size
 from bench_encode import ENCODINGS, chinese, code, english
 
 INPUTS = {"english": english, "chinese": chinese, "code": code}
@@ -42,7 +42,7 @@ def main(argv: list[str] | None = None) -> int:
     ids = enc.encode_ordinary_batch(docs, num_threads=1)
     seconds = time.perf_counter() - t0
     faults = resource.getrusage(resource.RUSAGE_SELF).ru_minflt - faults
-    size = sum(len(d.encode("utf-8")) for d in docs)
+    size = utf8_size(docs)
     print(f"{args.encoding} {args.input}: {size / MB:.2f} MB, {sum(map(len, ids))} tokens, "
           f"{seconds * 1e3:.1f} ms ({size / MB / seconds:.1f} MB/s), {faults} page faults")
     return 0

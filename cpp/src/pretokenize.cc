@@ -435,25 +435,27 @@ inline Block64 classify64(const unsigned char* p) {
   return b;
 }
 
-// At byte i of text (at least 64 bytes from i on), the pieces that follow one another there
-// when each is a word " ?[A-Za-z]+" (a space and letters; the first may lack the space), with
-// `prefixed` (cl100k_base, o200k_base; not GPT-2's pattern) a word after a word with one ASCII
-// punctuation character before it (".name", "_case", "(arg": the optional [^\r\n\p{L}\p{N}]
-// of their word alternatives), a run of spaces before a word but its
-// last space (indentation: \s+(?!\S)), or a run of ASCII punctuation between a word's last
-// letter and a space before the next word, found in one step from bit masks: where each ends is
-// written to ends (at most max), the count returned; 0 when the first piece is none of these.
-// With split_case (o200k_base), a letter run is cut where an uppercase letter follows a
-// lowercase one ([A-Z]*[a-z]+ and [A-Z]+[a-z]* in ASCII). Such a punctuation run is one piece
-// in all three patterns: no word alternative can take it (a space, not a letter, follows its
-// first character), and " ?[^\s\p{L}\p{N}]+" stops at the space, before any [\r\n/] tail. A
-// punctuation character between two letters starts a piece (the word before it ends there) that
-// the word alternative takes whole. Only ends the 64 bytes decide are given: a word at the
-// block's end may go on past it, or (at a non-ASCII byte) with a letter or mark, or (in
-// o200k_base, at an apostrophe) with a contraction; a punctuation or space run cut off there
-// may go on; the general path takes such a piece. English text is mostly these pieces, code
-// largely, and taking them one by one cost a mispredicted branch at nearly every piece's end.
-inline size_t word_run(const unsigned char* p, size_t i, bool split_case, bool prefixed,
+// At byte i of text (at least 64 bytes from i on), the pieces that follow one another there,
+// found in one step from bit masks: where each ends is written to ends (at most max), the count
+// returned; 0 when the first piece is none of these. cl100k_family: the pattern is cl100k_base's
+// or o200k_base's, not GPT-2's. The pieces:
+// - a word " ?[A-Za-z]+" (a space and letters; the first may lack the space). With split_case
+//   (o200k_base) a letter run is cut where an uppercase letter follows a lowercase one
+//   ([A-Z]*[a-z]+ and [A-Z]+[a-z]* in ASCII);
+// - a run of spaces before a word or punctuation, but its last space (\s+(?!\S));
+// - a run of ASCII punctuation, or a space and one, ending before a space, a letter or (with
+//   cl100k_family) the newlines its piece takes ([\r\n]* in cl100k_base, [\r\n/]* in
+//   o200k_base). No word alternative takes such a run but, with cl100k_family, a single
+//   character of it after a letter or newlines and before a letter: the optional
+//   [^\r\n\p{L}\p{N}] of the word after it (".name", "_case", "(arg");
+// - with cl100k_family, a run of newlines between two letters: \s*[\r\n] (cl100k_base) and
+//   \s*[\r\n]+ (o200k_base) take it whole, where GPT-2's pattern splits it.
+// Only ends the 64 bytes decide are given: a word at the block's end may go on past it, or (at
+// a non-ASCII byte) with a letter or mark, or (in o200k_base, at an apostrophe) with a
+// contraction; a run of spaces, punctuation or newlines cut off there may go on; the general
+// path takes such a piece. English text and code are mostly these pieces, and taking them one
+// by one cost a mispredicted branch at nearly every piece's end.
+inline size_t word_run(const unsigned char* p, size_t i, bool split_case, bool cl100k_family,
                        size_t* ends, size_t max) {
   const Block64 b = classify64(p + i);
   const uint64_t space_word = b.space & (b.letter >> 1);  // a space with a letter after it
@@ -465,29 +467,29 @@ inline size_t word_run(const unsigned char* p, size_t i, bool split_case, bool p
   const uint64_t space_punct = b.space & (b.punct >> 1);  // starts " ?[^\s\p{L}\p{N}]+"
   const uint64_t spaced = space_word | space_space | space_punct;
   if (((b.letter | spaced) & 1) == 0) return 0;
-  // With `prefixed`, the \r and \n right after a run of punctuation: the run's piece takes them
-  // ([\r\n]* in cl100k_base, [\r\n/]* in o200k_base, where a slash after them would go on
-  // with the piece: there a tail's last newline is left out when punctuation follows it, and
-  // the region ends at it, the piece unfinished). (Each run of newlines that starts after punctuation, found by carrying
-  // a bit through it: the sum's changed bits.)
+  // With cl100k_family, the newlines right after a run of punctuation, which its piece takes:
+  // each run of them that starts after punctuation, found by carrying a bit through it (the
+  // sum's changed bits). In o200k_base a slash after them would go on with the piece: there a
+  // tail's last newline is left out when punctuation follows it, and the region ends at it,
+  // the piece unfinished.
   uint64_t tail = 0;
-  if (prefixed) {
+  if (cl100k_family) {
     const uint64_t first = b.newline & (b.punct << 1);
     tail = ((b.newline + first) ^ b.newline) & b.newline;
     if (split_case) tail &= ~(b.punct >> 1);
   }
-  // With `prefixed`, a run of newlines after a letter and before one: a piece of its own
-  // (\s*[\r\n] in cl100k_base, \s*[\r\n]+ in o200k_base, the whitespace up to its last newline;
-  // GPT-2's pattern splits such a run). Each newline followed by another or by a letter is in;
-  // a run that ends otherwise ends the region at its last newline, its piece unfinished.
-  const uint64_t line_break = prefixed ? b.newline & ((b.newline | b.letter) >> 1) : 0;
+  // With cl100k_family, a run of newlines after a letter and before one, a piece of its own:
+  // each newline followed by another or by a letter is in; a run that ends otherwise ends the
+  // region at its last newline, its piece unfinished.
+  const uint64_t line_break = cl100k_family ? b.newline & ((b.newline | b.letter) >> 1) : 0;
   // Punctuation followed by more of it, by a letter, by a space in the region or by its tail
   // (so a run of it is in only if the piece after it starts in the region; a run cut short
   // leaves the region where it stops being so).
   const uint64_t punct_in = b.punct & ((b.punct | b.letter | spaced | tail) >> 1);
   // One character of it starting a piece (after a letter or a tail) before a letter: a
   // word's prefix.
-  const uint64_t prefix = prefixed ? b.punct & (b.letter >> 1) & ((b.letter | tail) << 1) : 0;
+  const uint64_t prefix =
+      cl100k_family ? b.punct & (b.letter >> 1) & ((b.letter | tail) << 1) : 0;
   const uint64_t out = ~(b.letter | spaced | punct_in | tail | line_break);
   const unsigned end = out == 0 ? 64u : static_cast<unsigned>(__builtin_ctzll(out));
   const uint64_t region = end == 64 ? ~uint64_t{0} : (uint64_t{1} << end) - 1;
@@ -527,7 +529,7 @@ size_t scan_pieces(SplitPattern pattern, std::string_view text, size_t i, size_t
 #ifdef TOKENMILL_SSE2
   const bool words_first = pattern != SplitPattern::kWords;
   const bool split_case = pattern == SplitPattern::kO200K;
-  const bool prefixed = split_case || pattern == SplitPattern::kCL100K;
+  const bool cl100k_family = split_case || pattern == SplitPattern::kCL100K;
   const auto* bytes = reinterpret_cast<const unsigned char*>(text.data());
 #endif
   return with_scanner<std::string_view>(pattern, [&](auto scan) {
@@ -537,7 +539,7 @@ size_t scan_pieces(SplitPattern pattern, std::string_view text, size_t i, size_t
       // (A word starts here, a letter or a space and a letter; or a run of spaces, as before
       // each line of indented code; or a space and punctuation, as in " = ".)
       if (words_first && text.size() - i >= 64 && (letter_ascii(bytes[i]) || bytes[i] == ' ')) {
-        const size_t got = word_run(bytes, i, split_case, prefixed, ends + k, max - k);
+        const size_t got = word_run(bytes, i, split_case, cl100k_family, ends + k, max - k);
         if (got != 0) {
           k += got;
           i = ends[k - 1];

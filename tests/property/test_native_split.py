@@ -171,11 +171,16 @@ def corpus_files(shared: Path) -> list[Path]:
     return files + sorted((shared / "code").glob("*.jsonl"))
 
 
+def source_files(path: Path) -> list[str]:
+    """The source files of one of ../shared/data/code's JSON-lines files."""
+    return [json.loads(doc)["text"] for doc in path.read_text("utf-8").splitlines()]
+
+
 def corpus_lines(path: Path) -> list[str]:
     if path.suffix == ".jsonl":
         # a source file's lines, with their line ends, as a tokenizer meets them in code
-        return [line for doc in path.read_text("utf-8").splitlines()
-                for line in json.loads(doc)["text"].splitlines(keepends=True)]
+        return [line for source in source_files(path)
+                for line in source.splitlines(keepends=True)]
     opener = gzip.open if path.suffix == ".gz" else open
     with opener(path, "rt", encoding="utf-8") as f:
         return f.read().splitlines()
@@ -206,8 +211,7 @@ def test_whole_files_with_their_newlines(shared_data, pattern, scanner):
     # and source files whole (the line test above cuts them into pieces shorter than the byte
     # scanners' 64-byte blocks, mostly)
     for path in sorted((shared_data / "code").glob("*.jsonl")):
-        texts.append("".join(json.loads(doc)["text"]
-                             for doc in path.read_text("utf-8").splitlines()[:200]))
+        texts.append("".join(source_files(path)[:200]))
     for text in texts:
         expected = regex.findall(pattern, text)
         assert native_pieces(scanner, text) == expected
