@@ -43,56 +43,63 @@ using tokenmill::BPEModel;
 using tokenmill::BPEOptions;
 using tokenmill::Merge;
 
-// Python ints for token ids, made once and shared: a list of ids then costs a reference count
-// per token instead of an allocation (CPython keeps -5..256 the same way). Ids below kIntCache
-// are kept, in pages allocated when first used, so a tokenizer pays for the ids it emits only.
-// Touched with the GIL held only.
+// Python ints for token ids, made once and shared: a list of ids then costs a pointer per token
+// instead of an allocation. Ids below kIntCache are kept, in pages allocated when first used, so
+// a tokenizer pays for the ids it emits only. Touched with the GIL held only.
 //
-// Each page holds its ints themselves, in id order, not pointers to ints made one by one: a
-// list's reference counts then land on a few hot lines (the ids of frequent tokens are close
-// together: a BPE vocabulary numbers its tokens in merge order, the commonest first) rather
-// than on ints scattered over the heap in the order the text first met them, one pointer load
-// and one miss a token. An int here is a copy of one CPython made, holding a reference that is
-// never given back, so it is never freed. Where an object's header is more than its reference
-// count and type (a debug build that links every object, a build without the GIL), the ints
-// are made one by one.
+// Each page holds its ints themselves, in id order, not pointers to ints made one by one. An
+// int here is a copy of one CPython made, whose reference count starts so high that no run of
+// a process can count it down to zero: it is never freed, so handing it out needs no
+// increment, and a list of ids is built without reading or writing the ints at all (a bit of
+// int_made says which are made). The increment was a cache miss a token on the ints of rare
+// tokens, most of the time that building the lists of a first pass took. CPython 3.12's
+// immortal objects are the same idea. Ids 0..256 are kept here too, not taken from CPython's
+// own small ints: equal, but not the same objects (`is` tells them apart); choosing between
+// the two cost a mispredicted branch every few tokens. Where an object's header is more than
+// its reference count and type (a debug build that counts or links every reference, a build
+// without the GIL), the ints are made one by one and counted as usual.
 constexpr uint32_t kIntPageBits = 12;
 constexpr uint32_t kIntPageIds = 1u << kIntPageBits;
 constexpr uint32_t kIntCache = 1u << 20;
-constexpr uint32_t kSmallInts = 256;  // CPython's own shared ints (0..256): those are used
 
-#if !defined(Py_TRACE_REFS) && !defined(Py_GIL_DISABLED)
+#if !defined(Py_TRACE_REFS) && !defined(Py_REF_DEBUG) && !defined(Py_GIL_DISABLED)
 struct alignas(32) IntSlot {
   unsigned char bytes[32];
 };
 static_assert(sizeof(PyLongObject) <= sizeof(IntSlot), "an int of one digit fits a slot");
 IntSlot* int_pages[kIntCache >> kIntPageBits];
+uint64_t int_made[kIntCache / 64];
+// 2^60 references: a decrement a nanosecond would take 36 years to end them.
+constexpr Py_ssize_t kKeptReferences = Py_ssize_t{1} << 60;
 
-PyObject* id_object(uint32_t id) {
-  if (id <= kSmallInts || id >= kIntCache) return PyLong_FromUnsignedLong(id);
+// id_object's way for an int not made yet, and for ids past the cache.
+[[gnu::noinline]] PyObject* make_id_object(uint32_t id) {
+  if (id >= kIntCache) return PyLong_FromUnsignedLong(id);
   IntSlot*& page = int_pages[id >> kIntPageBits];
-  if (page == nullptr) {
-    // Zeroed (a slot whose type is null holds no int yet); calloc's large blocks are mapped
-    // zero pages, taken as the ints in them are first made.
-    page = static_cast<IntSlot*>(std::calloc(kIntPageIds, sizeof(IntSlot)));
+  if (page == nullptr) {  // (a slot is read only once int_made says it holds an int)
+    page = static_cast<IntSlot*>(std::malloc(kIntPageIds * sizeof(IntSlot)));
     if (page == nullptr) return PyErr_NoMemory();
   }
   PyObject* obj = reinterpret_cast<PyObject*>(&page[id & (kIntPageIds - 1)]);
-  if (Py_TYPE(obj) == nullptr) {
-    PyObject* made = PyLong_FromUnsignedLong(id);
-    if (made == nullptr) return nullptr;
-    std::memcpy(static_cast<void*>(obj), made, sizeof(PyLongObject));
-    Py_SET_REFCNT(obj, 1);  // the page's own reference
-    Py_DECREF(made);
-  }
-  Py_INCREF(obj);
+  PyObject* made = PyLong_FromUnsignedLong(id);
+  if (made == nullptr) return nullptr;
+  std::memcpy(static_cast<void*>(obj), made, sizeof(PyLongObject));
+  Py_SET_REFCNT(obj, kKeptReferences);
+  Py_DECREF(made);
+  int_made[id >> 6] |= uint64_t{1} << (id & 63);
   return obj;
+}
+
+// A reference to the int `id` (a new one, or one of the kept ints that never run out).
+inline PyObject* id_object(uint32_t id) {
+  if (id >= kIntCache || ((int_made[id >> 6] >> (id & 63)) & 1) == 0) return make_id_object(id);
+  return reinterpret_cast<PyObject*>(&int_pages[id >> kIntPageBits][id & (kIntPageIds - 1)]);
 }
 #else
 PyObject** int_pages[kIntCache >> kIntPageBits];
 
 PyObject* id_object(uint32_t id) {
-  if (id <= kSmallInts || id >= kIntCache) return PyLong_FromUnsignedLong(id);
+  if (id >= kIntCache) return PyLong_FromUnsignedLong(id);
   PyObject**& page = int_pages[id >> kIntPageBits];
   if (page == nullptr) {
     page = new PyObject*[kIntPageIds]();
@@ -111,13 +118,14 @@ PyObject* id_object(uint32_t id) {
 nb::object id_list(const uint32_t* ids, std::size_t n) {
   PyObject* list = PyList_New(static_cast<Py_ssize_t>(n));
   if (list == nullptr) throw nb::python_error();
+  PyObject** const items = reinterpret_cast<PyListObject*>(list)->ob_item;
   for (std::size_t i = 0; i < n; ++i) {
     PyObject* v = id_object(ids[i]);
     if (v == nullptr) {
       Py_DECREF(list);
       throw nb::python_error();
     }
-    PyList_SET_ITEM(list, static_cast<Py_ssize_t>(i), v);
+    items[i] = v;
   }
   // Out of the cyclic collector's sight: a list of ints cannot be part of a cycle, and walking
   // every id list of a batch at each collection was a fifth of encoding English one paragraph a
