@@ -203,6 +203,20 @@ void encode_block_of(const BPEModel& model, SplitPattern pattern,
 
 }  // namespace
 
+void encode_text_range(const BPEModel& model, SplitPattern pattern,
+                       const std::vector<TextRef>& texts, std::size_t first, std::size_t last,
+                       BlockIds& out) {
+  if (first > last || last > texts.size()) throw Error("a range of texts outside the batch");
+  out.first = first;
+  out.offsets.assign(last - first + 1, 0);
+  Encoded buffer;
+  buffer.ids.swap(out.ids);
+  buffer.ids.clear();
+  encode_block_of(model, pattern, texts, first, last, true, buffer, out.offsets.data() + 1);
+  std::partial_sum(out.offsets.begin(), out.offsets.end(), out.offsets.begin());
+  out.ids.swap(buffer.ids);
+}
+
 FlatIds encode_texts_flat(const BPEModel& model, SplitPattern pattern,
                           const std::vector<TextRef>& texts, std::size_t threads,
                           bool keep_ids) {

@@ -45,6 +45,14 @@ void encode_text_blocks(const BPEModel& model, SplitPattern pattern,
                         const std::vector<TextRef>& texts, std::size_t threads,
                         const BlockReadyFn& ready);
 
+// Texts [first, last) encoded on the calling thread into `out` (first = first), their ids end to
+// end. out's vectors are refilled, keeping their capacity: a caller that goes through a batch a
+// range at a time reuses one buffer, whose pages are touched once and whose ids are still in
+// the cache when the caller reads them.
+void encode_text_range(const BPEModel& model, SplitPattern pattern,
+                       const std::vector<TextRef>& texts, std::size_t first, std::size_t last,
+                       BlockIds& out);
+
 // Every text's ids end to end: text t's are ids[offsets[t], offsets[t + 1]). With keep_ids
 // false, ids stays empty and offsets still count each text's tokens.
 struct FlatIds {
