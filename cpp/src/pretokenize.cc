@@ -2,6 +2,8 @@
 
 #include "tokenmill/unicode.h"
 
+#include <cstring>
+
 #if defined(__SSE2__) && (defined(__GNUC__) || defined(__clang__))  // __builtin_ctz below
 #include <emmintrin.h>
 #define TOKENMILL_SSE2 1
@@ -538,8 +540,20 @@ size_t scan_pieces(SplitPattern pattern, std::string_view text, size_t i, size_t
 #ifdef TOKENMILL_SSE2
       // (A word starts here, a letter or a space and a letter; or a run of spaces, as before
       // each line of indented code; or a space and punctuation, as in " = ".)
-      if (words_first && text.size() - i >= 64 && (letter_ascii(bytes[i]) || bytes[i] == ' ')) {
-        const size_t got = word_run(bytes, i, split_case, cl100k_family, ends + k, max - k);
+      if (words_first && (letter_ascii(bytes[i]) || bytes[i] == ' ')) {
+        size_t got = 0;
+        if (text.size() - i >= 64) {
+          got = word_run(bytes, i, split_case, cl100k_family, ends + k, max - k);
+        } else {
+          // The text's last bytes (a paragraph's last third), copied before zeros: a zero
+          // byte is none of the classes, so the region stops at the text's end, and a piece
+          // the end decides is given only where the end decides it as the zero does (a word
+          // that runs to it); the rest are the general path's, as at any region's end.
+          unsigned char last[64] = {};
+          std::memcpy(last, bytes + i, text.size() - i);
+          got = word_run(last, 0, split_case, cl100k_family, ends + k, max - k);
+          for (size_t j = k; j < k + got; ++j) ends[j] += i;
+        }
         if (got != 0) {
           k += got;
           i = ends[k - 1];
