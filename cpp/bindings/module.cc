@@ -48,52 +48,69 @@ using tokenmill::Merge;
 // a tokenizer pays for the ids it emits only. Touched with the GIL held only.
 //
 // Each page holds its ints themselves, in id order, not pointers to ints made one by one. An
-// int here is a copy of one CPython made, whose reference count starts so high that no run of
-// a process can count it down to zero: it is never freed, so handing it out needs no
-// increment, and a list of ids is built without reading or writing the ints at all (a bit of
-// int_made says which are made). The increment was a cache miss a token on the ints of rare
-// tokens, most of the time that building the lists of a first pass took. CPython 3.12's
-// immortal objects are the same idea. Ids 0..256 are kept here too, not taken from CPython's
+// int here is a copy of one CPython made, holding a reference of its own that is never given
+// back, so it is never freed; a bit of int_made says which are made, so building a list of ids
+// reads none of the ints to find out. Ids 0..256 are kept here too, not taken from CPython's
 // own small ints: equal, but not the same objects (`is` tells them apart); choosing between
-// the two cost a mispredicted branch every few tokens. Where an object's header is more than
-// its reference count and type (a debug build that counts or links every reference, a build
-// without the GIL), the ints are made one by one and counted as usual.
+// the two cost a mispredicted branch every few tokens.
+//
+// Up to CPython 3.11, on 64-bit builds, a kept int's reference count starts so high (2^60) that
+// no run of a process can count it down to zero, and a list takes it without an increment: the
+// list's ints are then neither read nor written. The increment was a cache miss a token on the
+// ints of rare tokens, most of the time that building the lists of a first pass took. CPython
+// 3.12 does the same for its own immortal objects but keeps the count in 32 bits (3.14 stores
+// only those), so there the ints are counted as usual.
+//
+// Where an object's header is more than its reference count and type (a debug build that
+// counts or links every reference, a build without the GIL), the ints are made one by one and
+// counted as usual.
 constexpr uint32_t kIntPageBits = 12;
 constexpr uint32_t kIntPageIds = 1u << kIntPageBits;
 constexpr uint32_t kIntCache = 1u << 20;
 
 #if !defined(Py_TRACE_REFS) && !defined(Py_REF_DEBUG) && !defined(Py_GIL_DISABLED)
+#if PY_VERSION_HEX < 0x030C0000 && SIZEOF_VOID_P == 8
+// 2^60 references: a decrement a nanosecond would take 36 years to end them.
+constexpr Py_ssize_t kKeptReferences = Py_ssize_t{1} << 60;
+constexpr bool kIntsCounted = false;
+#else
+constexpr Py_ssize_t kKeptReferences = 1;  // the page's own
+constexpr bool kIntsCounted = true;
+#endif
 struct alignas(32) IntSlot {
   unsigned char bytes[32];
 };
 static_assert(sizeof(PyLongObject) <= sizeof(IntSlot), "an int of one digit fits a slot");
 IntSlot* int_pages[kIntCache >> kIntPageBits];
 uint64_t int_made[kIntCache / 64];
-// 2^60 references: a decrement a nanosecond would take 36 years to end them.
-constexpr Py_ssize_t kKeptReferences = Py_ssize_t{1} << 60;
 
 // id_object's way for an int not made yet, and for ids past the cache.
 [[gnu::noinline]] PyObject* make_id_object(uint32_t id) {
   if (id >= kIntCache) return PyLong_FromUnsignedLong(id);
   IntSlot*& page = int_pages[id >> kIntPageBits];
   if (page == nullptr) {  // (a slot is read only once int_made says it holds an int)
-    page = static_cast<IntSlot*>(std::malloc(kIntPageIds * sizeof(IntSlot)));
+    page = static_cast<IntSlot*>(
+        std::aligned_alloc(alignof(IntSlot), kIntPageIds * sizeof(IntSlot)));
     if (page == nullptr) return PyErr_NoMemory();
   }
   PyObject* obj = reinterpret_cast<PyObject*>(&page[id & (kIntPageIds - 1)]);
   PyObject* made = PyLong_FromUnsignedLong(id);
   if (made == nullptr) return nullptr;
   std::memcpy(static_cast<void*>(obj), made, sizeof(PyLongObject));
-  Py_SET_REFCNT(obj, kKeptReferences);
+  Py_SET_REFCNT(obj, kKeptReferences);  // (from 3.12, a copy of an immortal int stays immortal)
   Py_DECREF(made);
   int_made[id >> 6] |= uint64_t{1} << (id & 63);
+  if constexpr (kIntsCounted) Py_INCREF(obj);
   return obj;
 }
 
-// A reference to the int `id` (a new one, or one of the kept ints that never run out).
+// A reference to the int `id` (a new one, or a kept int's).
 inline PyObject* id_object(uint32_t id) {
   if (id >= kIntCache || ((int_made[id >> 6] >> (id & 63)) & 1) == 0) return make_id_object(id);
-  return reinterpret_cast<PyObject*>(&int_pages[id >> kIntPageBits][id & (kIntPageIds - 1)]);
+  PyObject* obj =
+      reinterpret_cast<PyObject*>(&int_pages[id >> kIntPageBits][id & (kIntPageIds - 1)]);
+  if constexpr (kIntsCounted) Py_INCREF(obj);
+  return obj;
 }
 #else
 PyObject** int_pages[kIntCache >> kIntPageBits];
@@ -385,7 +402,6 @@ nb::list encode_ids_batch(const BPEModel& model, int pattern, nb::handle text_li
     // (the batch's fresh pages, zeroed by the kernel, were a tenth of a first pass over English)
     // and leaves the ids in the cache for the lists.
     tokenmill::BlockIds range;
-    const CollectorPaused paused;
     for (std::size_t first = 0; first < texts.size();) {
       std::size_t last = first;
       std::size_t units = 0;
@@ -399,6 +415,7 @@ nb::list encode_ids_batch(const BPEModel& model, int pattern, nb::handle text_li
       } else {
         tokenmill::encode_text_range(model, p, texts, first, last, range);
       }
+      const CollectorPaused paused;  // (not while the GIL is released: other threads run then)
       for (std::size_t k = 0; k + 1 < range.offsets.size(); ++k) {
         PyList_SET_ITEM(out.ptr(), static_cast<Py_ssize_t>(first + k),
                         id_list(range.ids.data() + range.offsets[k],

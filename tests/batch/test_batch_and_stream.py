@@ -93,27 +93,31 @@ def test_id_lists_are_left_out_of_the_cycle_collector(cl100k):
 
 
 def test_ids_are_ints_that_outlive_their_lists(cl100k, o200k):
-    # Each id is one int shared by every list that holds it, kept by the core for good with a
-    # reference count no process can count down: lists take it without counting it up and give
-    # back a reference each when freed. Ids 0..256 too: equal to CPython's own small ints, not
-    # the same objects. The shared int is never freed under a caller who still holds it,
-    # whatever comes and goes.
+    # Each id is one int shared by every list that holds it, kept by the core for good. Up to
+    # CPython 3.11 its reference count starts too high for any process to count down, and lists
+    # take it without counting it up (giving back a reference each when freed); from 3.12 it is
+    # counted as usual. Ids 0..256 too: equal to CPython's own small ints, not the same objects.
+    # The shared int is never freed under a caller who still holds it, whatever comes and goes.
     import gc
     import pickle
     import sys
 
+    uncounted = sys.version_info < (3, 12)
     text = "Tokenizers keep their ids small: 13 is '.', and ' the' is 279."
     for tok in (cl100k, o200k):
         expected = [int(str(i)) for i in tok.encode(text).ids]  # ints made afresh
         first = tok.encode_ordinary(text)
         held = {i: first[first.index(i)] for i in set(first)}
         assert any(i <= 256 for i in held) and any(i > 256 for i in held)
-        assert all(sys.getrefcount(x) > 2**59 for x in held.values())
-        for threads in (1, 2, 1):  # each list freed gives back a reference it never took
+        counts = {i: sys.getrefcount(x) for i, x in held.items()}
+        assert not uncounted or min(counts.values()) > 2**59
+        for threads in (1, 2, 1):  # each list freed gives back its reference
             lists = tok.encode_ordinary_batch([text] * 500, num_threads=threads)
             assert all(ids[k] is held[i] for ids in lists for k, i in enumerate(first))
             del lists
             gc.collect()
+        for i, x in held.items():  # uncounted: 1,500 references given back, never taken
+            assert sys.getrefcount(x) > 2**59 if uncounted else sys.getrefcount(x) == counts[i]
         del first
         junk = [[i * 3 for i in range(300, 2000)] for _ in range(20)]  # reuse freed memory
         again = tok.encode_ordinary(text)
@@ -121,7 +125,6 @@ def test_ids_are_ints_that_outlive_their_lists(cl100k, o200k):
         for i, x in held.items():
             assert type(x) is int and x == i and hash(x) == hash(int(str(i))) and x + 1 == i + 1
             assert str(x) == str(i) and x.bit_length() == i.bit_length()
-            assert sys.getrefcount(x) > 2**59
         assert pickle.loads(pickle.dumps(again)) == expected
         del junk
 
