@@ -4,10 +4,14 @@ process has not seen (bench_encode's "cold" measurement, alone). Prints the pass
 page faults.
 
 Its use is comparing two builds where wall time is too noisy to tell them apart: run it under
-callgrind in a virtualenv of each build (the load is the same in both, so the difference in
-the process's instruction count is the pass's)::
+callgrind in a virtualenv of each build, counting the batch call only (a build with symbols:
+``-Cinstall.strip=false``), with cache and branch simulation if wanted::
 
-    valgrind --tool=callgrind python benchmarks/cold_pass.py o200k_base code
+    cd benchmarks && valgrind --tool=callgrind --collect-atstart=no \
+        '--toggle-collect=*encode_ids_batch*' python cold_pass.py o200k_base code
+
+(Without ``--toggle-collect`` the counts are the whole process's; the load is the same in both
+builds, so their difference is still the pass's.)
 """
 
 from __future__ import annotations

@@ -388,6 +388,17 @@ Texts texts_of(nb::handle texts) {
   return out;
 }
 
+// The id lists of a block's texts, put in `out` (a list of the batch's length) at the texts'
+// places; with the GIL held, the cyclic collector paused meanwhile.
+void put_id_lists(nb::handle out, const tokenmill::BlockIds& block) {
+  const CollectorPaused paused;
+  for (std::size_t k = 0; k + 1 < block.offsets.size(); ++k) {
+    const std::size_t a = block.offsets[k];
+    PyList_SET_ITEM(out.ptr(), static_cast<Py_ssize_t>(block.first + k),
+                    id_list(block.ids.data() + a, block.offsets[k + 1] - a).release().ptr());
+  }
+}
+
 // Texts encoded on `threads` threads: one id list per text.
 nb::list encode_ids_batch(const BPEModel& model, int pattern, nb::handle text_list,
                           std::size_t threads) {
@@ -415,14 +426,7 @@ nb::list encode_ids_batch(const BPEModel& model, int pattern, nb::handle text_li
       } else {
         tokenmill::encode_text_range(model, p, texts, first, last, range);
       }
-      const CollectorPaused paused;  // (not while the GIL is released: other threads run then)
-      for (std::size_t k = 0; k + 1 < range.offsets.size(); ++k) {
-        PyList_SET_ITEM(out.ptr(), static_cast<Py_ssize_t>(first + k),
-                        id_list(range.ids.data() + range.offsets[k],
-                                range.offsets[k + 1] - range.offsets[k])
-                            .release()
-                            .ptr());
-      }
+      put_id_lists(out, range);  // (the GIL held again: the collector paused only then)
       first = last;
     }
     return nb::borrow<nb::list>(out);
@@ -433,13 +437,7 @@ nb::list encode_ids_batch(const BPEModel& model, int pattern, nb::handle text_li
     nb::gil_scoped_release release;
     tokenmill::encode_text_blocks(model, p, texts, threads, [&](const tokenmill::BlockIds& b) {
       nb::gil_scoped_acquire acquire;
-      const CollectorPaused paused;
-      for (std::size_t k = 0; k + 1 < b.offsets.size(); ++k) {
-        PyList_SET_ITEM(out.ptr(), static_cast<Py_ssize_t>(b.first + k),
-                        id_list(b.ids.data() + b.offsets[k], b.offsets[k + 1] - b.offsets[k])
-                            .release()
-                            .ptr());
-      }
+      put_id_lists(out, b);
     });
   }
   return nb::borrow<nb::list>(out);

@@ -350,14 +350,8 @@ void encode_text_blocks(const BPEModel& model, SplitPattern pattern,
     if (b >= blocks) return false;
     BlockIds& part = parts[b];
     try {
-      part.first = b * block;
-      const std::size_t last = std::min(texts.size(), part.first + block);
-      part.offsets.assign(last - part.first + 1, 0);
-      Encoded buffer;
-      encode_block_of(model, pattern, texts, part.first, last, true, buffer,
-                      part.offsets.data() + 1);
-      std::partial_sum(part.offsets.begin(), part.offsets.end(), part.offsets.begin());
-      part.ids = std::move(buffer.ids);
+      encode_text_range(model, pattern, texts, b * block, std::min(texts.size(), (b + 1) * block),
+                        part);
     } catch (...) {
       release_utf8_scratch();
       fail(std::current_exception());
