@@ -142,6 +142,26 @@ const std::vector<std::string_view>& BPEModel::tokens_by_id() const {
   return token_of_id_;
 }
 
+const uint32_t* BPEModel::three_digit_ids() const {
+  std::call_once(digits_once_, [this] {
+    if (!options_.byte_symbols) return;
+    // Each piece through encode_word, the way every piece is encoded: the table holds whatever
+    // the model gives, not an assumption about its vocabulary.
+    std::vector<uint32_t> table(1000);
+    std::vector<TokenSpan> spans;
+    for (unsigned v = 0; v < 1000; ++v) {
+      const char digits[3] = {static_cast<char>('0' + v / 100), static_cast<char>('0' + v / 10 % 10),
+                              static_cast<char>('0' + v % 10)};
+      spans.clear();
+      encode_word(std::string_view(digits, 3), spans);
+      if (spans.size() != 1) return;
+      table[v] = spans[0].id;
+    }
+    three_digit_ids_ = std::move(table);
+  });
+  return three_digit_ids_.empty() ? nullptr : three_digit_ids_.data();
+}
+
 std::size_t BPEModel::decode_bytes(const std::vector<uint32_t>& ids,
                                    const std::vector<uint32_t>& skip,
                                    const std::vector<uint32_t>& stop, std::string& out) const {

@@ -201,6 +201,41 @@ void encode_block_of(const BPEModel& model, SplitPattern pattern,
   release_utf8_scratch();
 }
 
+// A run of ASCII digits at least this long, met where the scanner starts, takes the table
+// (ending the batch of pieces before it early costs more than a short number saves).
+constexpr std::size_t kDigitRunBytes = 12;
+
+bool is_digit(char c) { return static_cast<unsigned char>(c - '0') < 10; }
+
+// Whether text[i, i + count) are all ASCII digits.
+bool digits_ahead(std::string_view text, std::size_t i, std::size_t count) {
+  if (text.size() - i < count) return false;
+  for (std::size_t k = 0; k < count; ++k) {
+    if (!is_digit(text[i + k])) return false;
+  }
+  return true;
+}
+
+// Appends the ids (and, with offsets, the byte spans) of the run of ASCII digits at text[i] three
+// at a time, up to the first three that are not all digits; returns where it stopped.
+std::size_t put_digit_groups(std::string_view text, std::size_t i, const uint32_t* digit_ids,
+                             bool with_offsets, Encoded& out) {
+  const char* const s = text.data();
+  const std::size_t n = text.size();
+  for (; n - i >= 3; i += 3) {
+    const unsigned d0 = static_cast<unsigned char>(s[i] - '0');
+    const unsigned d1 = static_cast<unsigned char>(s[i + 1] - '0');
+    const unsigned d2 = static_cast<unsigned char>(s[i + 2] - '0');
+    if ((d0 < 10) + (d1 < 10) + (d2 < 10) != 3) break;
+    out.ids.push_back(digit_ids[d0 * 100 + d1 * 10 + d2]);
+    if (with_offsets) {
+      out.starts.push_back(static_cast<uint32_t>(i));
+      out.ends.push_back(static_cast<uint32_t>(i + 3));
+    }
+  }
+  return i;
+}
+
 }  // namespace
 
 void encode_text_range(const BPEModel& model, SplitPattern pattern,
@@ -284,11 +319,23 @@ void encode_text(const BPEModel& model, SplitPattern pattern, std::string_view t
     }
   };
   const bool drops = pattern == SplitPattern::kWords;  // the only pattern with dropped pieces
+  // cl100k's and o200k's patterns: a piece that starts with a digit is \p{N}{1,3}, so a run
+  // of ASCII digits is cut three at a time (its last one or two digits may join a digit beyond
+  // ASCII, and are left to the scanner). Where every three digits are one token, a long run
+  // met where the scanner would start takes its ids from a table.
+  const uint32_t* const digit_ids =
+      pattern == SplitPattern::kCL100K || pattern == SplitPattern::kO200K ? model.three_digit_ids()
+                                                                          : nullptr;
   std::size_t piece_ends[kBatch];
   std::size_t scanned = 0;
   std::size_t next = 0;  // piece_ends[next, scanned) are still to be taken
   for (std::size_t i = 0; i < text.size();) {
     if (next == scanned) {
+      if (digit_ids != nullptr && digits_ahead(text, i, kDigitRunBytes)) {
+        flush();
+        i = put_digit_groups(text, i, digit_ids, with_offsets, out);
+        continue;
+      }
       scanned = scan_pieces(pattern, text, i, piece_ends, kBatch);
       next = 0;
     }

@@ -236,6 +236,18 @@ def _insert(text: str, ch: str, at: int) -> str:
     return text[:at] + ch + text[at:]
 
 
+def token_spans(ref, text: str, ids: list[int]) -> list[tuple[int, int]]:
+    """The offsets tiktoken's tokens give: characters of the str, each token's bytes found
+    through the characters that hold its first and last byte."""
+    char_of = [c for c, ch in enumerate(text) for _ in ch.encode("utf-8")]
+    at, spans = 0, []
+    for i in ids:
+        n = len(ref.decode_single_token_bytes(i))
+        spans.append((char_of[at], char_of[at + n - 1] + 1))
+        at += n
+    return spans
+
+
 @pytest.mark.parametrize("width", sorted(WIDE))
 def test_every_width_of_str_as_tiktoken_encodes_its_utf8(pairs, width):
     tok, ref = pairs["o200k_base"]
@@ -252,17 +264,42 @@ def test_every_width_of_str_as_tiktoken_encodes_its_utf8(pairs, width):
         flat = tok.encode_batch_np(texts)
         assert flat["ids"].tolist() == [i for x in expected for i in x]
         for t, ids in zip(texts, expected):
-            # Offsets count characters of the str: each token's bytes, found through the
-            # characters that hold its first and last byte.
-            char_of = [c for c, ch in enumerate(t) for _ in ch.encode("utf-8")]
-            at, spans = 0, []
-            for i in ids:
-                n = len(ref.decode_single_token_bytes(i))
-                spans.append((char_of[at], char_of[at + n - 1] + 1))
-                at += n
-            assert tok.encode(t, disallowed_special=()).offsets == spans
+            assert tok.encode(t, disallowed_special=()).offsets == token_spans(ref, t, ids)
 
     check()
+
+
+# Runs of ASCII digits of every length about the shortest one that takes the three-digit table
+# (12), some long enough that a batch of pieces ends inside them, each ending on what may take
+# the last one or two digits into a group of \p{N} (digits beyond ASCII, superscripts, Roman
+# numerals, circled numbers) or on anything else.
+DIGIT_RUN = st.integers(min_value=0, max_value=400).map(lambda n: "".join(
+    "0123456789"[(i * 7 + n) % 10] for i in range(n)))
+AFTER_DIGITS = st.sampled_from(["", "\u0663", "\u0663\u0664\u0665", "\u00b2", "\u216b", "\u2460",
+                                "\u4e94", " ", "\n", "a", "Z", ".", "'s", "\u00e9", "\u4e2d", "1"])
+
+
+@pytest.mark.parametrize("name", ["cl100k_base", "o200k_base"])
+def test_runs_of_digits_cut_three_at_a_time_as_tiktoken_cuts_them(pairs, name):
+    tok, ref = pairs[name]
+
+    @settings(max_examples=300, deadline=None)
+    @given(st.lists(st.tuples(st.sampled_from(["", " x" * 3, " x" * 70, "\u0663", "a"]),
+                              DIGIT_RUN, AFTER_DIGITS).map(lambda p: "".join(p)),
+                    min_size=1, max_size=5).map("".join))
+    def check(text):
+        expected = ref.encode_ordinary(text)
+        assert tok.encode_ordinary(text) == expected
+        assert tok.encode_ordinary_batch([text, text], num_threads=2) == [expected, expected]
+        assert tok.count_tokens([text]) == [len(expected)]
+        assert tok.encode(text, disallowed_special=()).offsets == token_spans(ref, text, expected)
+
+    check()
+    # A megabyte of digits: three a token, each its three digits' token.
+    text = "".join(random.Random(7).choices("0123456789", k=1_000_002))
+    ids = tok.encode_ordinary(text)
+    assert len(ids) == 333_334
+    assert ids == ref.encode_ordinary(text)
 
 
 def test_clauses_of_cjk_through_two_models_in_turn(pairs):

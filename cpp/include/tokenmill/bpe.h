@@ -158,6 +158,12 @@ class BPEModel {
   // allows it (the first call builds its tables).
   bool backtracks() const { return backtrack() != nullptr; }
 
+  // byte_symbols: the id of each three-digit ASCII piece, "000".."999" indexed by its value,
+  // when every one of them is a single token (tiktoken's files, GPT-4o's); else null. Built on
+  // first use. The cl100k/o200k patterns cut a run of digits three at a time, so a long run's
+  // ids come from this table, with no scanning and no piece lookups.
+  const uint32_t* three_digit_ids() const;
+
   // Applies merges by rank to a sequence of ids (the symbols a caller chose); the teaching path.
   std::vector<uint32_t> merge_ids(const std::vector<uint32_t>& ids) const;
 
@@ -295,6 +301,9 @@ class BPEModel {
   const std::vector<std::string_view>& tokens_by_id() const;
   mutable std::once_flag decode_once_;
   mutable std::vector<std::string_view> token_of_id_;
+
+  mutable std::once_flag digits_once_;
+  mutable std::vector<uint32_t> three_digit_ids_;  // empty: not every one is a single token
 
   mutable WordCache word_cache_;  // words merged before -> their tokens (word_cache.h)
 };
