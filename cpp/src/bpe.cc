@@ -222,7 +222,7 @@ namespace {
 thread_local PairCacheEntry pair_cache[kPairCacheSize];
 }  // namespace
 
-PairCacheEntry* BPEModel::pair_cache_of_thread() { return pair_cache; }
+PairCacheEntry* BPEModel::pair_cache_of_thread() { return pinned(&pair_cache[0]); }
 
 std::size_t set_backtrack_bytes(std::size_t bytes) { return backtrack_bytes.exchange(bytes); }
 std::size_t backtrack_threshold() { return backtrack_bytes.load(std::memory_order_relaxed); }

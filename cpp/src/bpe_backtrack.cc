@@ -430,7 +430,7 @@ bool BPEModel::encode_backtrack(const Backtrack& bt, std::string_view word,
   constexpr std::size_t kSeenBits = 13;
   thread_local std::array<uint64_t, std::size_t{1} << kSeenBits> seen_table;
   seen_table.fill(~uint64_t{0});
-  uint64_t* const seen = seen_table.data();  // (the thread-local's address found once)
+  uint64_t* const seen = pinned(seen_table.data());  // (the thread-local's address found once)
   auto compatible_seen = [&](uint32_t a, uint32_t b) {
     const uint64_t pair = static_cast<uint64_t>(a) << 31 | b;
     uint64_t& slot = seen[(pair * 0x9E3779B97F4A7C15ULL) >> (64 - kSeenBits)];

@@ -322,19 +322,22 @@ void encode_text(const BPEModel& model, SplitPattern pattern, std::string_view t
   // cl100k's and o200k's patterns: a piece that starts with a digit is \p{N}{1,3}, so a run
   // of ASCII digits is cut three at a time (its last one or two digits may join a digit beyond
   // ASCII, and are left to the scanner). Where every three digits are one token, a long run
-  // met where the scanner would start takes its ids from a table.
-  const uint32_t* const digit_ids =
-      pattern == SplitPattern::kCL100K || pattern == SplitPattern::kO200K ? model.three_digit_ids()
-                                                                          : nullptr;
+  // met where the scanner would start takes its ids from a table (asked for when a run is met:
+  // std::call_once costs four thread-local lookups a call, done or not).
+  const bool digit_groups = pattern == SplitPattern::kCL100K || pattern == SplitPattern::kO200K;
+  const uint32_t* digit_ids = nullptr;
   std::size_t piece_ends[kBatch];
   std::size_t scanned = 0;
   std::size_t next = 0;  // piece_ends[next, scanned) are still to be taken
   for (std::size_t i = 0; i < text.size();) {
     if (next == scanned) {
-      if (digit_ids != nullptr && digits_ahead(text, i, kDigitRunBytes)) {
-        flush();
-        i = put_digit_groups(text, i, digit_ids, with_offsets, out);
-        continue;
+      if (digit_groups && digits_ahead(text, i, kDigitRunBytes)) {
+        if (digit_ids == nullptr) digit_ids = model.three_digit_ids();
+        if (digit_ids != nullptr) {
+          flush();
+          i = put_digit_groups(text, i, digit_ids, with_offsets, out);
+          continue;
+        }
       }
       scanned = scan_pieces(pattern, text, i, piece_ends, kBatch);
       next = 0;
