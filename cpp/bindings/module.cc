@@ -183,6 +183,29 @@ constexpr std::size_t kListRangeUnits = std::size_t{1} << 17;
 // what the encoders return), anything else through nanobind's conversion. False if an item is
 // not an int in [0, 2^32) (the callers raise TypeError, as a failed conversion of the
 // arguments would).
+// An int's value when it is below 2^30 and not negative (every id of a real vocabulary), read
+// from the object itself: a call to PyLong_AsLongLongAndOverflow a token was a fifth of
+// decoding English. False for any other int.
+inline bool small_id(PyObject* item, uint32_t& id) {
+#if PY_VERSION_HEX >= 0x030C0000
+  if (!PyUnstable_Long_IsCompact(reinterpret_cast<PyLongObject*>(item))) return false;
+  const Py_ssize_t v = PyUnstable_Long_CompactValue(reinterpret_cast<PyLongObject*>(item));
+  if (v < 0) return false;
+  id = static_cast<uint32_t>(v);
+  return true;
+#else
+  // 3.11: the size is the count of 30-bit digits, negative for a negative int.
+  const Py_ssize_t size = Py_SIZE(item);
+  if (size == 0) {
+    id = 0;
+    return true;
+  }
+  if (size != 1) return false;
+  id = static_cast<uint32_t>(reinterpret_cast<PyLongObject*>(item)->ob_digit[0]);
+  return true;
+#endif
+}
+
 bool read_ids(nb::handle seq, std::vector<uint32_t>& out) {
   PyObject* const o = seq.ptr();
   if (PyList_CheckExact(o) || PyTuple_CheckExact(o)) {
@@ -191,10 +214,12 @@ bool read_ids(nb::handle seq, std::vector<uint32_t>& out) {
     out.resize(static_cast<std::size_t>(n));
     Py_ssize_t i = 0;
     for (; i < n && PyLong_CheckExact(items[i]); ++i) {
+      uint32_t& id = out[static_cast<std::size_t>(i)];
+      if (small_id(items[i], id)) continue;
       int overflow = 0;
       const long long x = PyLong_AsLongLongAndOverflow(items[i], &overflow);
       if (overflow != 0 || x < 0 || x > 0xFFFFFFFFLL) return false;
-      out[static_cast<std::size_t>(i)] = static_cast<uint32_t>(x);
+      id = static_cast<uint32_t>(x);
     }
     if (i == n) return true;  // else an int subclass or another kind of number: converted below
   }
@@ -209,21 +234,42 @@ bool read_ids(nb::handle seq, std::vector<uint32_t>& out) {
 constexpr std::size_t kDecodeReleaseGilAbove = 1u << 14;
 
 // The bytes of ids (tokens of a byte-level model), leaving out `skip` and stopping at the first
-// id that is no plain token or is in `stop`: (bytes, that position or len(ids)).
-nb::tuple decode_model_bytes(const BPEModel& model, nb::handle ids_seq, nb::handle skip_seq,
-                             nb::handle stop_seq) {
+// id that is no plain token or is in `stop`: that position, or len(ids) (given in `count`).
+std::size_t decode_into(const BPEModel& model, nb::handle ids_seq, nb::handle skip_seq,
+                        nb::handle stop_seq, std::string& out, std::size_t& count) {
   // (Buffers of this call's own: converting an object of another kind may run Python code,
   // which may decode too.)
   std::vector<uint32_t> ids, skip, stop;
   if (!read_ids(ids_seq, ids) || !read_ids(skip_seq, skip) || !read_ids(stop_seq, stop)) {
     throw nb::type_error("ids, skip and stop must be sequences of ints in [0, 2**32)");
   }
-  std::string out;  // sized by decode_bytes
+  count = ids.size();
   std::optional<nb::gil_scoped_release> release;
   if (ids.size() > kDecodeReleaseGilAbove) release.emplace();
-  const std::size_t stopped = model.decode_bytes(ids, skip, stop, out);
-  release.reset();
+  return model.decode_bytes(ids, skip, stop, out);
+}
+
+// decode_into as (bytes, that position or len(ids)).
+nb::tuple decode_model_bytes(const BPEModel& model, nb::handle ids_seq, nb::handle skip_seq,
+                             nb::handle stop_seq) {
+  std::string out;  // sized by decode_bytes
+  std::size_t count = 0;
+  const std::size_t stopped = decode_into(model, ids_seq, skip_seq, stop_seq, out, count);
   return nb::make_tuple(nb::bytes(out.data(), out.size()), stopped);
+}
+
+// decode_into as text (invalid UTF-8 replaced with U+FFFD, as bytes.decode(errors="replace")),
+// or None where it stopped before the end: one call and no bytes object between (a paragraph's
+// decode spent as long in the calls around the core as in it).
+nb::object decode_model_text(const BPEModel& model, nb::handle ids_seq, nb::handle skip_seq,
+                             nb::handle stop_seq) {
+  std::string out;
+  std::size_t count = 0;
+  if (decode_into(model, ids_seq, skip_seq, stop_seq, out, count) != count) return nb::none();
+  PyObject* text =
+      PyUnicode_DecodeUTF8(out.data(), static_cast<Py_ssize_t>(out.size()), "replace");
+  if (text == nullptr) throw nb::python_error();
+  return nb::steal(text);
 }
 
 // values -> array('I') (4-byte unsigned on every platform CPython supports), one copy.
@@ -693,6 +739,7 @@ NB_MODULE(_core, m) {
       .def("encode_words_dropout", &encode_words_dropout, "words"_a, "dropout"_a, "seed"_a)
       .def("decode_bytes", &decode_model_bytes,
           "ids"_a, "skip"_a, "stop"_a)
+      .def("decode_text", &decode_model_text, "ids"_a, "skip"_a, "stop"_a)
       .def(
           "merge_ids",
           [](const BPEModel& model, const std::vector<uint32_t>& ids) {

@@ -399,12 +399,17 @@ class Tokenizer:
 
         return DecodeStream(self, skip_special_tokens=skip_special_tokens)
 
-    def _native_bytes(self, ids: Sequence[int], skip_special_tokens: bool) -> bytes | None:
-        """The bytes of ``ids`` from the byte-level core, when this is a byte-level pipeline
-        (ByteLevel decoder) and every id is a plain token of its model; else None (the caller
-        takes the general path, which also names a bad id)."""
-        core = self.model.byte_level_core if isinstance(self.decoder, ByteLevelDecoder) \
+    def _decoding_core(self) -> _core.BPEModel | None:
+        """The byte-level core that decodes ids, when this is a byte-level pipeline (a BPE
+        model and the ByteLevel decoder); else None."""
+        return self.model.byte_level_core if isinstance(self.decoder, ByteLevelDecoder) \
             and isinstance(self.model, BPE) else None
+
+    def _native_bytes(self, ids: Sequence[int], skip_special_tokens: bool) -> bytes | None:
+        """The bytes of ``ids`` from the byte-level core, when there is one and every id is a
+        plain token of its model; else None (the caller takes the general path, which also
+        names a bad id)."""
+        core = self._decoding_core()
         if core is None:
             return None
         skip, stop = self._added.decode_lists[skip_special_tokens]
@@ -416,9 +421,17 @@ class Tokenizer:
 
     def decode(self, ids: Sequence[int], *, skip_special_tokens: bool = True) -> str:
         """Text of ``ids``; special tokens are left out unless ``skip_special_tokens=False``."""
-        data = self._native_bytes(ids, skip_special_tokens)
-        if data is not None:
-            return data.decode("utf-8", errors="replace")
+        core = self._decoding_core()
+        if core is not None:
+            # The core's text at once (bytes decoded with errors="replace"), or None where an
+            # id is no plain token: then the general path, which also names a bad id.
+            skip, stop = self._added.decode_lists[skip_special_tokens]
+            try:
+                text = core.decode_text(ids, skip, stop)
+            except TypeError:  # not a sequence of 32-bit ids
+                text = None
+            if text is not None:
+                return text
         tokens: list[str] = []
         special = self._added.special_ids
         for position, i in enumerate(ids):

@@ -342,6 +342,34 @@ def test_special_tokens_follow_tiktokens_rules(pairs):
         tok.encode("x", allowed_special={"<|nope|>"})
 
 
+@pytest.mark.parametrize("name", ["cl100k_base", "o200k_base"])
+def test_any_ids_decode_as_tiktoken_decodes_them(pairs, name):
+    # The core copies a token of up to 16 bytes as 16 bytes from its table (the end of the
+    # token's own and the start of the next) and moves on by the token's length; longer ones,
+    # and tokens that end the buffer's room, are copied by length. Ids of every length, the
+    # longest of the vocabulary among them, in any order, texts of up to 300 tokens.
+    tok, ref = pairs[name]
+    by_length: dict[int, list[int]] = {}
+    for i in range(ref.max_token_value + 1):
+        try:
+            by_length.setdefault(len(ref.decode_single_token_bytes(i)), []).append(i)
+        except KeyError:  # no token has this id (cl100k_base's gap before its specials)
+            continue
+    assert max(by_length) > 16 and 16 in by_length
+    lengths = sorted(by_length)
+    an_id = st.sampled_from(lengths).flatmap(lambda n: st.sampled_from(by_length[n]))
+
+    @settings(max_examples=300, deadline=None)
+    @given(st.lists(an_id, max_size=300))
+    def check(ids):
+        assert tok.decode(ids) == ref.decode(ids)
+        assert tok.decode_bytes(ids) == ref.decode_bytes(ids)
+
+    check()
+    longest = by_length[lengths[-1]]
+    assert tok.decode(longest * 1000) == ref.decode(longest * 1000)
+
+
 def test_partial_utf8_decodes_as_tiktoken_does(pairs):
     tok, ref = pairs["o200k_base"]
     ids = tok.encode_ordinary("日本語 😀")

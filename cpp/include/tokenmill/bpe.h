@@ -302,6 +302,24 @@ class BPEModel {
   mutable std::once_flag decode_once_;
   mutable std::vector<std::string_view> token_of_id_;
 
+  // What decode_bytes reads: every token's bytes end to end, then kDecodePad bytes that are
+  // never a token's, and each id's place there (length kNoDecode where no token has the id).
+  // Built when first asked for. The padding lets a token of up to kDecodePad bytes be copied
+  // as one fixed-size block, its length then added to the output's end.
+  static constexpr std::size_t kDecodePad = 16;
+  static constexpr uint32_t kNoDecode = ~uint32_t{0};
+  struct DecodeSpan {
+    uint32_t offset;
+    uint32_t length;
+  };
+  struct DecodeTable {
+    std::string bytes;
+    std::vector<DecodeSpan> spans;
+  };
+  const DecodeTable& decode_table() const;
+  mutable std::once_flag decode_table_once_;
+  mutable DecodeTable decode_table_;
+
   mutable std::once_flag digits_once_;
   mutable std::vector<uint32_t> three_digit_ids_;  // empty: not every one is a single token
 
