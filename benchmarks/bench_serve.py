@@ -90,9 +90,9 @@ def worker_hostile(spec: dict[str, Any]) -> dict[str, Any]:
     median of ``STEADY`` (``STEADY_SMALL`` below 1 MB) more encodes of other texts of that kind
     and size (``steady_s``): the first call of a fresh process also pays for the pages its
     allocations touch the first time (a megabyte's output, a UTF-8 copy of the text,
-    tokenmill's piece cache), which a process that has run a while does not. For tokenmill the first use includes one long piece, which
-    builds the tables that long pieces are cut with (once per model); its time is reported
-    apart as ``setup_s``."""
+    tokenmill's piece cache), which a process that has run a while does not. For tokenmill
+    the first use includes one long piece, which builds the tables that long pieces are cut
+    with (once per model); its time is reported apart as ``setup_s``."""
     enc = open_encoding(spec["engine"], Path(spec["data"]), spec["encoding"])
     enc.encode_ordinary("x")
     t0 = time.perf_counter()

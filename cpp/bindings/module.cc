@@ -179,10 +179,6 @@ constexpr std::size_t kReleaseGilAbove = 4096;
 // units): ids of this much text stay in the second-level cache.
 constexpr std::size_t kListRangeUnits = std::size_t{1} << 17;
 
-// A sequence of ids as 32-bit values: a list or tuple of ints read in place (the common case:
-// what the encoders return), anything else through nanobind's conversion. False if an item is
-// not an int in [0, 2^32) (the callers raise TypeError, as a failed conversion of the
-// arguments would).
 // An int's value when it is below 2^30 and not negative (every id of a real vocabulary), read
 // from the object itself: a call to PyLong_AsLongLongAndOverflow a token was a fifth of
 // decoding English. False for any other int.
@@ -194,7 +190,8 @@ inline bool small_id(PyObject* item, uint32_t& id) {
   id = static_cast<uint32_t>(v);
   return true;
 #else
-  // 3.11: the size is the count of 30-bit digits, negative for a negative int.
+  // Before 3.12: the size is the count of digits (PyLong_SHIFT bits each), negative for a
+  // negative int; one digit holds the whole value.
   const Py_ssize_t size = Py_SIZE(item);
   if (size == 0) {
     id = 0;
@@ -206,6 +203,10 @@ inline bool small_id(PyObject* item, uint32_t& id) {
 #endif
 }
 
+// A sequence of ids as 32-bit values: a list or tuple of ints read in place (the common case:
+// what the encoders return), anything else through nanobind's conversion. False if an item is
+// not an int in [0, 2^32) (the callers raise TypeError, as a failed conversion of the
+// arguments would).
 bool read_ids(nb::handle seq, std::vector<uint32_t>& out) {
   PyObject* const o = seq.ptr();
   if (PyList_CheckExact(o) || PyTuple_CheckExact(o)) {

@@ -322,9 +322,9 @@ void encode_text(const BPEModel& model, SplitPattern pattern, std::string_view t
   // cl100k's and o200k's patterns: a piece that starts with a digit is \p{N}{1,3}, so a run
   // of ASCII digits is cut three at a time (its last one or two digits may join a digit beyond
   // ASCII, and are left to the scanner). Where every three digits are one token, a long run
-  // met where the scanner would start takes its ids from a table (asked for when a run is met:
-  // std::call_once costs four thread-local lookups a call, done or not).
-  const bool digit_groups = pattern == SplitPattern::kCL100K || pattern == SplitPattern::kO200K;
+  // met where the scanner would start takes its ids from a table (asked for once a text, when
+  // a run is met: std::call_once sets two thread-locals and clears them a call, done or not).
+  bool digit_groups = pattern == SplitPattern::kCL100K || pattern == SplitPattern::kO200K;
   const uint32_t* digit_ids = nullptr;
   std::size_t piece_ends[kBatch];
   std::size_t scanned = 0;
@@ -338,6 +338,7 @@ void encode_text(const BPEModel& model, SplitPattern pattern, std::string_view t
           i = put_digit_groups(text, i, digit_ids, with_offsets, out);
           continue;
         }
+        digit_groups = false;  // no table for this model: runs go through the scanner
       }
       scanned = scan_pieces(pattern, text, i, piece_ends, kBatch);
       next = 0;

@@ -343,6 +343,26 @@ def test_special_tokens_follow_tiktokens_rules(pairs):
 
 
 @pytest.mark.parametrize("name", ["cl100k_base", "o200k_base"])
+def test_digit_runs_of_a_vocabulary_without_every_three_digits(encodings, name):
+    # Ranks with the bytes, a few digit pairs and "123" only: not every three digits are one
+    # token, so the model has no table and long runs go through the scanner and the merges.
+    from tokenmill.formats import tiktoken as tiktoken_format
+
+    ranks = {bytes([b]): b for b in range(256)}
+    for extra in (b"12", b"123", b"45", b"99", b"999"):
+        ranks[extra] = len(ranks)
+    pattern = encodings[name]["pat_str"]
+    tok = tiktoken_format.from_ranks(ranks, pattern, {})
+    ref = tiktoken.Encoding(name=f"digits-{name}", pat_str=pattern, mergeable_ranks=ranks,
+                            special_tokens={})
+    for text in ("1234512345123451234599999", "x 123456789012345678 y",
+                 "".join(random.Random(3).choices("0123459", k=5000)) + "\u0663"):
+        assert tok.encode_ordinary(text) == ref.encode_ordinary(text)
+        assert tok.encode(text, disallowed_special=()).offsets == \
+            token_spans(ref, text, ref.encode_ordinary(text))
+
+
+@pytest.mark.parametrize("name", ["cl100k_base", "o200k_base"])
 def test_any_ids_decode_as_tiktoken_decodes_them(pairs, name):
     # The core copies a token of up to 16 bytes as 16 bytes from its table (the end of the
     # token's own and the start of the next) and moves on by the token's length; longer ones,

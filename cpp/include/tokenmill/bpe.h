@@ -305,7 +305,9 @@ class BPEModel {
   // What decode_bytes reads: every token's bytes end to end, then kDecodePad bytes that are
   // never a token's, and each id's place there (length kNoDecode where no token has the id).
   // Built when first asked for. The padding lets a token of up to kDecodePad bytes be copied
-  // as one fixed-size block, its length then added to the output's end.
+  // as one fixed-size block, its length then added to the output's end. (A second copy of the
+  // tokens' bytes beside token_of_id_, which the word cache reads: about 3 MB for o200k_base,
+  // in a process that decodes.)
   static constexpr std::size_t kDecodePad = 16;
   static constexpr uint32_t kNoDecode = ~uint32_t{0};
   struct DecodeSpan {
