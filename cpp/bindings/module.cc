@@ -234,39 +234,37 @@ bool read_ids(nb::handle seq, std::vector<uint32_t>& out) {
 // taking it back cost as much as the decoding.
 constexpr std::size_t kDecodeReleaseGilAbove = 1u << 14;
 
-// The bytes of ids (tokens of a byte-level model), leaving out `skip` and stopping at the first
-// id that is no plain token or is in `stop`: that position, or len(ids) (given in `count`).
-std::size_t decode_into(const BPEModel& model, nb::handle ids_seq, nb::handle skip_seq,
-                        nb::handle stop_seq, std::string& out, std::size_t& count) {
+// The bytes of ids (tokens of a byte-level model), leaving out `skip`, put in `out`; false if
+// it stopped before the end, at an id that is no plain token or is in `stop` (the caller then
+// takes the general path, which names a bad id).
+bool decode_into(const BPEModel& model, nb::handle ids_seq, nb::handle skip_seq,
+                 nb::handle stop_seq, std::string& out) {
   // (Buffers of this call's own: converting an object of another kind may run Python code,
   // which may decode too.)
   std::vector<uint32_t> ids, skip, stop;
   if (!read_ids(ids_seq, ids) || !read_ids(skip_seq, skip) || !read_ids(stop_seq, stop)) {
     throw nb::type_error("ids, skip and stop must be sequences of ints in [0, 2**32)");
   }
-  count = ids.size();
   std::optional<nb::gil_scoped_release> release;
   if (ids.size() > kDecodeReleaseGilAbove) release.emplace();
-  return model.decode_bytes(ids, skip, stop, out);
+  return model.decode_bytes(ids, skip, stop, out) == ids.size();
 }
 
-// decode_into as (bytes, that position or len(ids)).
-nb::tuple decode_model_bytes(const BPEModel& model, nb::handle ids_seq, nb::handle skip_seq,
-                             nb::handle stop_seq) {
+// decode_into as bytes, or None where it stopped before the end.
+nb::object decode_model_bytes(const BPEModel& model, nb::handle ids_seq, nb::handle skip_seq,
+                              nb::handle stop_seq) {
   std::string out;  // sized by decode_bytes
-  std::size_t count = 0;
-  const std::size_t stopped = decode_into(model, ids_seq, skip_seq, stop_seq, out, count);
-  return nb::make_tuple(nb::bytes(out.data(), out.size()), stopped);
+  if (!decode_into(model, ids_seq, skip_seq, stop_seq, out)) return nb::none();
+  return nb::bytes(out.data(), out.size());
 }
 
 // decode_into as text (invalid UTF-8 replaced with U+FFFD, as bytes.decode(errors="replace")),
-// or None where it stopped before the end: one call and no bytes object between (a paragraph's
-// decode spent as long in the calls around the core as in it).
+// or None: one call and no bytes object between (a paragraph's decode spent as long in the
+// calls around the core as in it).
 nb::object decode_model_text(const BPEModel& model, nb::handle ids_seq, nb::handle skip_seq,
                              nb::handle stop_seq) {
   std::string out;
-  std::size_t count = 0;
-  if (decode_into(model, ids_seq, skip_seq, stop_seq, out, count) != count) return nb::none();
+  if (!decode_into(model, ids_seq, skip_seq, stop_seq, out)) return nb::none();
   PyObject* text =
       PyUnicode_DecodeUTF8(out.data(), static_cast<Py_ssize_t>(out.size()), "replace");
   if (text == nullptr) throw nb::python_error();

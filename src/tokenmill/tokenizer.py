@@ -399,39 +399,27 @@ class Tokenizer:
 
         return DecodeStream(self, skip_special_tokens=skip_special_tokens)
 
-    def _decoding_core(self) -> _core.BPEModel | None:
-        """The byte-level core that decodes ids, when this is a byte-level pipeline (a BPE
-        model and the ByteLevel decoder); else None."""
-        return self.model.byte_level_core if isinstance(self.decoder, ByteLevelDecoder) \
+    def _native_decode(self, ids: Sequence[int], skip_special_tokens: bool,
+                       text: bool) -> str | bytes | None:
+        """``ids`` decoded by the byte-level core (``text``: as a str, invalid UTF-8 replaced;
+        else the bytes), when this is a byte-level pipeline (a BPE model and the ByteLevel
+        decoder) and every id is a plain token of its model; else None (the caller takes the
+        general path, which also names a bad id)."""
+        core = self.model.byte_level_core if isinstance(self.decoder, ByteLevelDecoder) \
             and isinstance(self.model, BPE) else None
-
-    def _native_bytes(self, ids: Sequence[int], skip_special_tokens: bool) -> bytes | None:
-        """The bytes of ``ids`` from the byte-level core, when there is one and every id is a
-        plain token of its model; else None (the caller takes the general path, which also
-        names a bad id)."""
-        core = self._decoding_core()
         if core is None:
             return None
         skip, stop = self._added.decode_lists[skip_special_tokens]
         try:
-            data, stopped = core.decode_bytes(ids, skip, stop)
+            return (core.decode_text if text else core.decode_bytes)(ids, skip, stop)
         except TypeError:  # not a sequence of 32-bit ids
             return None
-        return data if stopped == len(ids) else None
 
     def decode(self, ids: Sequence[int], *, skip_special_tokens: bool = True) -> str:
         """Text of ``ids``; special tokens are left out unless ``skip_special_tokens=False``."""
-        core = self._decoding_core()
-        if core is not None:
-            # The core's text at once (bytes decoded with errors="replace"), or None where an
-            # id is no plain token: then the general path, which also names a bad id.
-            skip, stop = self._added.decode_lists[skip_special_tokens]
-            try:
-                text = core.decode_text(ids, skip, stop)
-            except TypeError:  # not a sequence of 32-bit ids
-                text = None
-            if text is not None:
-                return text
+        text = self._native_decode(ids, skip_special_tokens, text=True)
+        if text is not None:
+            return cast(str, text)
         tokens: list[str] = []
         special = self._added.special_ids
         for position, i in enumerate(ids):
@@ -449,9 +437,9 @@ class Tokenizer:
     def decode_bytes(self, ids: Sequence[int], *, skip_special_tokens: bool = False) -> bytes:
         """The raw bytes ``ids`` stand for: byte-level tokens give their bytes, so a character
         cut between tokens is kept whole in neither (tiktoken's ``decode_bytes``)."""
-        data = self._native_bytes(ids, skip_special_tokens)
+        data = self._native_decode(ids, skip_special_tokens, text=False)
         if data is not None:
-            return data
+            return cast(bytes, data)
         to_bytes = unicode_to_bytes()
         byte_level = isinstance(self.decoder, ByteLevelDecoder)
         out = bytearray()
