@@ -20,7 +20,10 @@ def atomic_write_text(path: str | os.PathLike[str], text: str) -> None:
     directory = path.parent if str(path.parent) else Path(".")
     if not directory.is_dir():
         raise InputError(f"{path}: directory {directory} does not exist")
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=directory)
+    try:
+        fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=directory)
+    except OSError as e:
+        raise InputError(f"{path}: cannot write a file in {directory} ({e.strerror})") from None
     try:
         # mkstemp makes the file private (0600); a saved file gets the usual permissions.
         umask = os.umask(0)
@@ -31,6 +34,9 @@ def atomic_write_text(path: str | os.PathLike[str], text: str) -> None:
             f.flush()
             os.fsync(f.fileno())
         os.replace(tmp, path)
+    except OSError as e:
+        Path(tmp).unlink(missing_ok=True)
+        raise InputError(f"{path}: cannot write ({e.strerror})") from None
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
         raise

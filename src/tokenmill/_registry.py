@@ -47,9 +47,11 @@ def build(kind: str, data: Any, where: str) -> Any:
 def field(data: dict[str, Any], name: str, expected: type | tuple[type, ...], where: str,
           default: Any = _MISSING) -> Any:
     """``data[name]`` checked against ``expected``; a missing field takes ``default`` if given."""
+    # A place ending in ":" is a file's top level: "tok.json: model", not "tok.json:.model".
+    at = f"{where} {name}" if where.endswith(":") else f"{where}.{name}"
     if name not in data or (data[name] is None and default is not _MISSING):
         if default is _MISSING:
-            raise FormatError(f"{where}.{name}: missing (expected {_type_names(expected)})")
+            raise FormatError(f"{at}: missing (expected {_type_names(expected)})")
         return default
     value = data[name]
     if isinstance(value, bool) and bool not in _as_tuple(expected):
@@ -57,9 +59,7 @@ def field(data: dict[str, Any], name: str, expected: type | tuple[type, ...], wh
     else:
         ok = isinstance(value, expected)
     if not ok:
-        raise FormatError(
-            f"{where}.{name}: expected {_type_names(expected)}, got {_kind(value)}"
-        )
+        raise FormatError(f"{at}: expected {_type_names(expected)}, got {_kind(value)}")
     return value
 
 

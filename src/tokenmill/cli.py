@@ -220,6 +220,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     except TokenmillError as e:
         print(f"tokenmill: error: {e}", file=sys.stderr)
         return 2
+    except OSError as e:  # a file the commands read or write that the system refused
+        where = f"{e.filename}: " if e.filename is not None else ""
+        print(f"tokenmill: error: {where}{e.strerror or e}", file=sys.stderr)
+        return 2
     except KeyboardInterrupt:
         print("tokenmill: interrupted", file=sys.stderr)
         return 130

@@ -95,6 +95,34 @@ def test_bad_inputs_exit_2_with_one_line(tmp_path, capsys):
     assert "truncated" in bad(["encode", "-t", str(truncated), "x"], capsys)
 
 
+@pytest.mark.parametrize("tie_break, merges", [
+    ("lexicographic", [("a", "b</w>"), ("x", "y</w>")]),
+    ("first_seen", [("x", "y</w>"), ("a", "b</w>")]),
+])
+def test_train_flags_reach_the_trainer(tmp_path, capsys, tie_break, merges):
+    corpus = tmp_path / "corpus.txt"
+    corpus.write_text("xy xy ab ab zq\n", encoding="utf-8")
+    out = tmp_path / "tok.json"
+    # 5 merges allowed, but --min-frequency 2 stops before the pair seen once (z, q</w>)
+    assert main(["train", str(corpus), "--num-merges", "5", "--min-frequency", "2",
+                 "--end-of-word-suffix", "</w>", "--tie-break", tie_break, "--char-level",
+                 "--special-tokens", "<s>", "--quiet", "-o", str(out)]) == 0
+    tok = Tokenizer.from_file(out)
+    assert tok.model.merges == merges
+    assert tok.token_to_id("<s>") == 0
+    assert tok.encode("xy ab zq").tokens == ["xy</w>", "ab</w>", "z", "q</w>"]
+    assert main(["inspect", str(out)]) == 0
+    assert any(line.split() == ["Hugging", "Face", "compatible"]
+               for line in capsys.readouterr().out.splitlines())
+
+
+def test_an_output_that_cannot_be_written(tmp_path, capsys):
+    args = ["train", "--vocab-size", "300", "--quiet", "-o"]
+    assert f"{tmp_path}: cannot write (Is a directory)" in bad([*args, str(tmp_path)], capsys)
+    assert "does not exist" in bad([*args, str(tmp_path / "no" / "tok.json")], capsys)
+    assert [p.name for p in tmp_path.iterdir()] == []  # no temporary file left behind
+
+
 def test_errors_replace_goes_on(tmp_path, capsys):
     latin = tmp_path / "latin1.txt"
     latin.write_bytes("caf\xe9 caf\xe9\n".encode("latin-1"))

@@ -129,6 +129,36 @@ def test_limit_alphabet_keeps_most_frequent():
     assert set(result.model.vocab) == {"a", "b"}
 
 
+def test_initial_alphabet_joins_the_alphabet_and_outranks_the_limit():
+    result = BPETrainer(num_merges=0, initial_alphabet=("z", "q")).train_from_counts({"ab": 1})
+    assert result.model.vocab == {"a": 0, "b": 1, "q": 2, "z": 3}
+    # as in tokenizers, the characters asked for are kept before the most frequent seen ones
+    result = BPETrainer(num_merges=0, initial_alphabet=("z",), limit_alphabet=2
+                        ).train_from_counts({"aab": 1})
+    assert set(result.model.vocab) == {"z", "a"}
+
+
+def test_show_progress_draws_a_bar_only_when_asked(capsys):
+    BPETrainer(num_merges=3).train_from_counts({"abcd": 3})
+    assert capsys.readouterr().err == ""
+    BPETrainer(num_merges=3, show_progress=True).train_from_counts({"abcd": 3})
+    assert "merging" in capsys.readouterr().err
+
+
+def test_the_word_cache_gives_what_merging_gives():
+    result = BPETrainer(num_merges=40, end_of_word_suffix="</w>").train_from_counts(
+        {"lower": 4, "lowest": 3, "newer": 2, "wider": 2, "low": 5})
+    words = ["lower", "lowest", "newest", "wider", "lowlow", "new"] * 3
+    uncached = BPE(result.model.vocab, result.merges, end_of_word_suffix="</w>",
+                   cache_capacity=0)
+    cached = BPE(result.model.vocab, result.merges, end_of_word_suffix="</w>",
+                 cache_capacity=4)  # smaller than the words: entries are replaced as it goes
+    expected = [reference.encode(reference.spell(w, end_of_word_suffix="</w>"), result.merges)
+                for w in words]
+    assert [uncached.encode_word(w) for w in words] == expected
+    assert [cached.encode_word(w) for w in words] == expected
+
+
 @pytest.mark.parametrize("kwargs, counts, message", [
     ({"vocab_size": 3}, {"abcd": 1}, "smaller than the alphabet"),
     ({"special_tokens": ("<s>", "<s>")}, {"a": 1}, "given twice"),

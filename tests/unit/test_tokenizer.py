@@ -2,7 +2,7 @@
 
 import pytest
 
-from tokenmill import BPE, Encoding, InputError, Padding, Tokenizer, Truncation
+from tokenmill import BPE, Encoding, FormatError, InputError, Padding, Tokenizer, Truncation
 from tokenmill.processors import TemplateProcessing
 
 VOCAB = {"<s>": 0, "</s>": 1, "<pad>": 2, "h": 3, "i": 4, "o": 5, "hi": 6, "ho": 7, "hih": 8}
@@ -68,6 +68,57 @@ def test_batch_padding_to_multiple():
     assert [e.attention_mask for e in batch] == [[1, 0, 0, 0], [1, 1, 1, 0]]
     left = make().encode_batch(["hi", "hoho"], padding=Padding(pad_id=2, side="left"))
     assert left[0].ids == [2, 6] and left[0].attention_mask == [0, 1]
+
+
+def test_batch_truncation_padding_and_decode_batch():
+    post = TemplateProcessing(single="<s> $A </s>", special_tokens=[("<s>", 0), ("</s>", 1)])
+    tok = make(post_processor=post)
+    batch = tok.encode_batch(["hihoho", "hi"], truncation=Truncation(max_length=4, stride=1),
+                             padding=Padding(pad_id=2, pad_token="<pad>"))
+    assert [e.ids for e in batch] == [[0, 6, 7, 1], [0, 6, 1, 2]]
+    assert [e.attention_mask for e in batch] == [[1, 1, 1, 1], [1, 1, 1, 0]]
+    assert [[o.ids for o in e.overflowing] for e in batch] == [[[0, 7, 7, 1]], []]
+    left = tok.encode_batch(["hihoho", "hi"], truncation=Truncation(max_length=4, side="left"))
+    assert [e.ids for e in left] == [[0, 7, 7, 1], [0, 6, 1]]
+    ids = [e.ids for e in batch]
+    assert tok.decode_batch(ids) == ["hi ho", "hi"]
+    assert tok.decode_batch(ids, skip_special_tokens=False) == [
+        "<s> hi ho </s>", "<s> hi </s> <pad>"]
+
+
+def test_a_failed_save_keeps_the_old_file(tmp_path, monkeypatch):
+    import errno
+    import os
+
+    path = tmp_path / "tok.json"
+    path.write_text("OLD", encoding="utf-8")
+
+    def full(fd):
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+    monkeypatch.setattr(os, "fsync", full)
+    with pytest.raises(InputError, match=r"tok\.json: cannot write \(No space left on device\)"):
+        make().save(path)
+    assert path.read_text("utf-8") == "OLD"
+    assert [p.name for p in tmp_path.iterdir()] == ["tok.json"]  # no temporary file left
+    with pytest.raises(InputError, match="cannot write"):
+        make().save(tmp_path)  # a directory is where the file should go
+
+
+@pytest.mark.parametrize("text, message", [
+    ("{}", r"bad.json: model: missing \(expected an object\)"),
+    ('{"model": {"type": "BPE", "vocab": {"a": 0}}}',
+     r"bad.json: model.merges: missing \(expected a list\)"),
+    ('{"model": {"type": "BPE", "vocab": {"a": 0}, "merges": [["a"]]}}',
+     r"bad.json: model.merges\[0\]: expected"),
+    ('{"model": {"type": "BPE", "vocab": {"a": 0}, "merges": []}, "added_tokens": {}}',
+     "bad.json: added_tokens: expected a list"),
+])
+def test_malformed_files_name_the_field(tmp_path, text, message):
+    path = tmp_path / "bad.json"
+    path.write_text(text, encoding="utf-8")
+    with pytest.raises(FormatError, match=message):
+        Tokenizer.from_file(path)
 
 
 def test_decode_unknown_id_names_position():

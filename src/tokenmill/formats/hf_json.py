@@ -54,9 +54,9 @@ def from_dict(data: Any, source: str = "tokenizer") -> Tokenizer:
     if not isinstance(data, dict):
         raise FormatError(f"{source}: expected a JSON object at the top level")
     where = source
-    model = _model(field(data, "model", dict, where), f"{where}: model")
+    model = _model(field(data, "model", dict, f"{where}:"), f"{where}: model")
     added = []
-    for i, item in enumerate(field(data, "added_tokens", list, where, [])):
+    for i, item in enumerate(field(data, "added_tokens", list, f"{where}:", [])):
         at = f"{where}: added_tokens[{i}]"
         if not isinstance(item, dict):
             raise FormatError(f"{at}: expected an object")

@@ -233,7 +233,9 @@ class BPE(VocabLookups):
         if dropout is not None and not 0 <= dropout <= 1:
             raise FormatError(f"{where}.dropout: expected a probability in [0, 1] or null, got "
                               f"{dropout!r}")
-        raw = field(data, "merges", list, where, [])
+        # Required, as in tokenizers: a file without merges is a broken file, not a model
+        # with none (an empty list says that).
+        raw = field(data, "merges", list, where)
         try:
             # Both spellings: "left right" strings (older files) and [left, right] lists.
             merges = [tuple(m.split(" ")) if type(m) is str else tuple(m) for m in raw]
