@@ -51,6 +51,8 @@ def read_file(path: Path, expected: str) -> bytes:
         raise InputError(f"{path}: no such file") from None
     except IsADirectoryError:
         raise InputError(f"{path}: is a directory, expected {expected}") from None
+    except OSError as e:
+        raise InputError(f"{path}: cannot read ({e.strerror})") from None
 
 
 def read_lines(path: str | os.PathLike[str], errors: Errors = "strict") -> Iterator[str]:

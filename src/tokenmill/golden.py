@@ -309,6 +309,8 @@ def _read_json(path: Path) -> Any:
         raise InputError(f"{path}: no such file") from None
     except IsADirectoryError:
         raise InputError(f"{path}: is a folder, expected a JSON file") from None
+    except OSError as e:
+        raise InputError(f"{path}: cannot read ({e.strerror})") from None
     except (json.JSONDecodeError, UnicodeDecodeError) as e:
         raise FormatError(f"{path}: not a JSON file ({e})") from None
 

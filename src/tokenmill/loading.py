@@ -49,5 +49,13 @@ def load(name_or_path: str | os.PathLike[str], *,
                              f"{', '.join(sorted(tiktoken.PRESETS))} or a file")
         raise InputError(f"{p}: no such file")
     if p.suffix == ".txt":
+        if p.name == "merges.txt" or _first_line(p).startswith("#version"):
+            raise InputError(f"{p}: a merges file is half of a GPT-2 style tokenizer; give the "
+                             "folder that holds it with its vocab.json")
         return bert_vocab.load(p)
     return Tokenizer.from_file(p)
+
+
+def _first_line(path: Path) -> str:
+    with open(path, "rb") as f:
+        return f.readline(64).decode("utf-8", "replace")

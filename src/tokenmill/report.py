@@ -255,19 +255,51 @@ def plot_token_lengths(ev: Evaluation, longest: int = 16) -> Plot:
                 "tokens of all evaluated corpora (right).", svg_of(fig))
 
 
-def binned(values: Sequence[int], bins: int = 300) -> tuple[list[float], list[float],
-                                                             list[float], list[float]]:
-    """(bin centres, p10, mean, p90) of ``values`` in consecutive bins."""
+def binned(values: Sequence[int], bins: int = 300, log: bool = False
+           ) -> tuple[list[float], list[float], list[float], list[float]]:
+    """(bin centres, p10, mean, p90) of ``values`` in consecutive bins; with ``log``, the
+    values are steps 1..n and the bins grow geometrically (even on a log axis), so the late
+    steps, where counts are small and noisy, are averaged over more of their neighbours."""
     n = len(values)
-    size = max(1, -(-n // bins))
+    if log:
+        edges = sorted({round(n ** (k / bins)) for k in range(bins + 1)} | {0, n})
+    else:
+        size = max(1, -(-n // bins))
+        edges = [*range(0, n, size), n]
     xs, lo, mid, hi = [], [], [], []
-    for start in range(0, n, size):
-        part = values[start:start + size]
-        xs.append(start + (len(part) - 1) / 2)
+    for start, stop in zip(edges, edges[1:]):
+        part = values[start:stop]
+        if not part:
+            continue
+        # step numbers run from 1 on a log axis; the centre is the geometric one there
+        xs.append(((start + 1) * stop) ** 0.5 if log else start + (len(part) - 1) / 2)
         lo.append(percentile(part, 10))
         mid.append(sum(part) / len(part))
         hi.append(percentile(part, 90))
     return xs, lo, mid, hi
+
+
+def log_ticks(ax: Any, values: Sequence[int]) -> None:
+    """Major ticks at ``values`` alone (e.g. the swept vocabulary sizes, "8k"), none between:
+    a log axis's own minor labels ("3×10³") crowd and hide them."""
+    from matplotlib.ticker import FixedLocator, NullFormatter, NullLocator
+
+    ax.xaxis.set_major_locator(FixedLocator(list(values)))
+    ax.xaxis.set_minor_locator(NullLocator())
+    ax.xaxis.set_minor_formatter(NullFormatter())
+    ax.set_xticklabels([short_count(v) for v in values])
+
+
+def short_count(n: int) -> str:
+    """2000 -> "2k", 32768 -> "32.8k", 1000000 -> "1M", 500 -> "500".
+
+    >>> [short_count(v) for v in (500, 2000, 32768, 1000000)]
+    ['500', '2k', '32.8k', '1M']
+    """
+    for unit, size in (("M", 1_000_000), ("k", 1000)):
+        if n >= size:
+            return f"{n / size:.3g}{unit}"
+    return str(n)
 
 
 def plot_merge_counts(ev: Evaluation, marks: Sequence[int] = (),
@@ -281,7 +313,7 @@ def plot_merge_counts(ev: Evaluation, marks: Sequence[int] = (),
     for t, color in zip(ev.tokenizers, colors(len(ev.tokenizers))):
         if not t.merge_counts:
             continue
-        xs, lo, mid, hi = binned(t.merge_counts, 120)
+        xs, lo, mid, hi = binned(t.merge_counts, 120, log=True)
         nan = float("nan")
         # The band only where it has a floor: a log scale has no room for a count of 0.
         ax.fill_between(xs, [v if v > 0 else nan for v in lo], [v if v > 0 else nan
@@ -290,11 +322,18 @@ def plot_merge_counts(ev: Evaluation, marks: Sequence[int] = (),
         ax.plot(xs, [v if v > 0 else nan for v in mid], color=color,
                 label=f"{t.name} ({t.merge_counts_from})")
     ax.set_yscale("log")
-    for step, label in zip(marks, mark_labels or [""] * len(marks)):
+    ax.set_xscale("log")
+    last = max(len(t.merge_counts or ()) for t in curves)
+    for k, (step, label) in enumerate(zip(marks, mark_labels or [""] * len(marks))):
         ax.axvline(step, color="grey", linewidth=0.8, linestyle=":")
-        ax.annotate(label, (step, 1), xycoords=("data", "axes fraction"), xytext=(2, -2),
-                    textcoords="offset points", va="top", fontsize="x-small", color="grey")
-    ax.set_xlabel("merge step")
+        # a mark near the right edge is labelled on its left, inside the plot; each label a
+        # line lower than the one before, as marks close on a log axis would overlap
+        right = step > last ** 0.9
+        ax.annotate(label, (step, 1), xycoords=("data", "axes fraction"),
+                    xytext=(-2 if right else 2, -2 - 9 * k), textcoords="offset points",
+                    va="top",
+                    ha="right" if right else "left", fontsize="x-small", color="grey")
+    ax.set_xlabel("merge step (log scale)")
     ax.set_ylabel("count of the merged pair")
     ax.grid(alpha=0.3, which="both")
     ax.legend(fontsize="small")

@@ -18,7 +18,8 @@ from tokenmill import decoders, pre_tokenizers
 from tokenmill.errors import InputError
 from tokenmill.evaluate import Evaluation, summarize
 from tokenmill.models.bpe import BPE
-from tokenmill.report import Plot, colors, html_table, new_figure, plot_merge_counts, svg_of
+from tokenmill.report import (Plot, colors, html_table, log_ticks, new_figure, plot_merge_counts,
+                              svg_of)
 from tokenmill.tokenizer import Tokenizer
 from tokenmill.trainers.bpe import BPETrainer, MergeStep
 
@@ -134,6 +135,7 @@ def sweep_plots(ev: Evaluation, sizes: dict[str, int], steps: list[MergeStep],
                    markersize=3, color=color)
     for ax, what in ((left, "mean"), (right, "p99")):
         ax.set_xscale("log")
+        log_ticks(ax, xs)
         ax.set_xlabel("vocabulary size V")
         ax.set_ylabel(f"tokens per byte ({what} over documents)")
         ax.grid(alpha=0.3, which="both")
@@ -152,6 +154,7 @@ def sweep_plots(ev: Evaluation, sizes: dict[str, int], steps: list[MergeStep],
     right.set_ylabel("share of vocabulary rows")
     for ax in (left, right):
         ax.set_xscale("log")
+        log_ticks(ax, xs)
         ax.set_xlabel("vocabulary size V")
         ax.grid(alpha=0.3, which="both")
         ax.legend(fontsize="small")

@@ -34,8 +34,7 @@ def test_eval_table_and_json(trained_file, corpora, capsys):
 
 
 def test_eval_writes_json_and_html_files(trained_file, corpora, tmp_path, capsys):
-    pytest.importorskip("matplotlib")
-    out = tmp_path / "report.html"
+    out = tmp_path / "report.html"  # matplotlib is a test dependency: no skip without it
     assert main(["eval", f"mine={trained_file}", "--corpus", str(corpora["en"]),
                  "--json", str(tmp_path / "m.json"), "--html", str(out)]) == 0
     assert json.loads((tmp_path / "m.json").read_text())["tokenizers"][0]["name"] == "mine"
@@ -52,6 +51,7 @@ def test_eval_writes_json_and_html_files(trained_file, corpora, tmp_path, capsys
     (["eval", "{tok}", "--corpus", "x={empty}"], "empty corpus"),
     (["eval", "{tok}"], "no corpus"),
     (["eval", "{bad}", "--corpus", "x=x.txt"], "bad.json"),
+    (["eval", "{merges}", "--corpus", "x=x.txt"], "merges.txt: a merges file is half of"),
     (["eval", "{tok}", "--corpus", "{en}", "--reference", "fr"], "--reference 'fr'"),
     (["sweep", "{en}", "--vocab-sizes", "2k,x", "--corpus", "{en}"], "'x' is not a size"),
     (["sweep", "{en}", "--vocab-sizes", "256,300", "--corpus", "{en}"], "leaves no room"),
@@ -60,12 +60,38 @@ def test_eval_writes_json_and_html_files(trained_file, corpora, tmp_path, capsys
 def test_bad_input_is_one_line(argv, message, trained_file, corpora, tmp_path, capsys):
     (tmp_path / "empty.txt").write_text("\n\n", encoding="utf-8")
     (tmp_path / "bad.json").write_text("{not json", encoding="utf-8")
+    (tmp_path / "merges.txt").write_text("#version: 0.2\na b\n", encoding="utf-8")
     names = {"tok": trained_file, "empty": tmp_path / "empty.txt", "bad": tmp_path / "bad.json",
-             "en": corpora["en"]}
+             "en": corpora["en"], "merges": tmp_path / "merges.txt"}
     assert main([a.format(**names) for a in argv]) == 2
     err = capsys.readouterr().err
     assert err.startswith("tokenmill: error: ") and message in err
     assert len(err.strip().splitlines()) == 1
+
+
+def test_files_that_cannot_be_read_are_one_line(trained_file, corpora, tmp_path, capsys,
+                                                monkeypatch):
+    # root reads any file whatever its mode, so the refusal is made here
+    import errno
+    from pathlib import Path
+
+    def refused(read):
+        def read_unless_refused(self, *args, **kwargs):
+            if self.name.startswith("noperm"):
+                raise PermissionError(errno.EACCES, "Permission denied", str(self))
+            return read(self, *args, **kwargs)
+        return read_unless_refused
+
+    monkeypatch.setattr(Path, "read_bytes", refused(Path.read_bytes))
+    monkeypatch.setattr(Path, "read_text", refused(Path.read_text))
+    noperm = tmp_path / "noperm.json"
+    noperm.write_text(trained_file.read_text("utf-8"), encoding="utf-8")
+    for argv in (["eval", str(noperm), "--corpus", str(corpora["en"])],
+                 ["golden", "freeze", str(noperm), "-o", str(tmp_path / "g.jsonl")],
+                 ["check-config", str(trained_file), str(noperm)]):
+        assert main(argv) == 2
+        err = capsys.readouterr().err
+        assert err == f"tokenmill: error: {noperm}: cannot read (Permission denied)\n"
 
 
 def test_two_tokenizers_with_one_name(trained_file, corpora, capsys):

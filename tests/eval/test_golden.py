@@ -102,6 +102,44 @@ def test_check_detects_drift(trained, tmp_path, what, capsys):
     assert err.startswith("fingerprint MISMATCH") and "expected" in err
 
 
+def test_a_changed_fingerprint_alone_fails_unless_ignored(trained, tmp_path, capsys):
+    path = tmp_path / "goldens.jsonl"
+    freeze(trained, path)
+    changed = _variant(trained, lambda d: None)
+    changed.add_special_tokens(["<|never_in_a_golden_string|>"])
+    ok, lines = check(changed, path)
+    assert not ok
+    assert lines[0].startswith("fingerprint MISMATCH")
+    assert lines[1] == (f"all {len(BUILTIN)} strings encode as frozen: the tokenizer differs "
+                        "elsewhere (compare 'tokenmill inspect' of both)")
+    ok, lines = check(changed, path, ignore_fingerprint=True)
+    assert ok and lines[-1].endswith("... ignored")
+    changed.save(tmp_path / "changed.json")
+    assert main(["golden", "check", str(tmp_path / "changed.json"), str(path)]) == 1
+    assert main(["golden", "check", str(tmp_path / "changed.json"), str(path),
+                 "--ignore-fingerprint"]) == 0
+
+
+@pytest.mark.parametrize("key, edit, shown", [
+    ("ids", lambda r: r["ids"].__setitem__(0, r["ids"][0] + 1), "    ids @0: expected"),
+    ("tokens", lambda r: r["tokens"].__setitem__(0, "x"), "    tokens @0: expected ['x']"),
+    ("offsets", lambda r: r["offsets"].__setitem__(0, [0, 99]), "    offsets @0: expected [0:99]"),
+    ("decoded", lambda r: r.__setitem__("decoded", "other"), "    decoded: expected 'other'"),
+])
+def test_every_frozen_field_is_compared(trained, tmp_path, key, edit, shown):
+    path = tmp_path / "goldens.jsonl"
+    freeze(trained, path, strings=[("one", "The cat sat."), ("two", "on the mat")])
+    header, records = read_golden(path)
+    edit(records[1])
+    path.write_text("\n".join(json.dumps(x) for x in [header, *records]) + "\n",
+                    encoding="utf-8")
+    ok, lines = check(trained, path)
+    assert not ok
+    assert lines[0] == "drift in 1 of 2 strings; the first 1:"
+    assert lines[1] == "  [two] 'on the mat'"
+    assert lines[2].startswith(shown)
+
+
 def test_drift_diff_is_readable(trained, tmp_path):
     path = tmp_path / "goldens.jsonl"
     freeze(trained, path, strings=[("one", "the cat")])

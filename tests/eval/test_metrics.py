@@ -42,7 +42,7 @@ def test_summarize_by_hand():
 
 
 def test_percentile_matches_numpy_linear():
-    np = pytest.importorskip("numpy")
+    import numpy as np  # a test dependency: no skip without it
     rng = random.Random(6)
     for n in (1, 2, 3, 10, 101, 1000):
         values = [rng.random() for _ in range(n)]
@@ -194,3 +194,15 @@ def test_corpus_format_errors(tmp_path):
     (tmp_path / "empty").mkdir()
     with pytest.raises(InputError, match="no files of documents in this folder"):
         corpora_in(tmp_path / "empty")
+
+
+def test_log_bins_of_the_merge_curve():
+    from tokenmill.report import binned
+
+    # steps 1..100 in 2 geometric bins: edges at steps 1, 10 and 100 (and 0 before the first)
+    xs, lo, mid, hi = binned(list(range(1, 101)), 2, log=True)
+    assert mid == [1, 6, 55.5]  # the means of [1], [2..10] and [11..100]
+    assert xs == pytest.approx([1, 20 ** 0.5, 1100 ** 0.5])  # geometric centres of the steps
+    assert lo[2] == pytest.approx(19.9) and hi[2] == pytest.approx(91.1)  # p10, p90 of 11..100
+    xs, _, mid, _ = binned([5, 7, 9, 11], 2)  # linear: two steps a bin, centred between them
+    assert (xs, mid) == ([0.5, 2.5], [6, 10])

@@ -13,8 +13,6 @@ import pytest
 
 from tokenmill.cli import main
 
-pytest.importorskip("matplotlib")
-
 EVAL_PLOTS = {"plot-tokens-per-byte", "plot-parity", "plot-vocab-use", "plot-token-lengths",
               "plot-merge-counts"}
 SWEEP_PLOTS = EVAL_PLOTS | {"plot-sweep-by-corpus", "plot-sweep-tails"}
