@@ -19,6 +19,17 @@ def test_import_pulls_in_no_optional_dependency():
     assert run.stdout.strip() == "[]"
 
 
+def test_the_package_type_checks():
+    # The public API's type hints are checked, not only written: mypy over the package's own
+    # source, with the settings of pyproject.toml (no cache: nothing is written).
+    from mypy import api
+
+    out, err, status = api.run([str(ROOT / "src" / "tokenmill"), "--config-file",
+                                str(ROOT / "pyproject.toml"), "--cache-dir", "/dev/null"])
+    assert status == 0, out + err
+    assert out.startswith("Success: no issues found")
+
+
 def test_public_api_is_listed():
     for name in tokenmill.__all__:
         assert hasattr(tokenmill, name), name
