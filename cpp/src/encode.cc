@@ -325,6 +325,7 @@ void encode_text(const BPEModel& model, SplitPattern pattern, std::string_view t
   // met where the scanner would start takes its ids from a table (asked for once a text, when
   // a run is met: std::call_once sets two thread-locals and clears them a call, done or not).
   bool digit_groups = pattern == SplitPattern::kCL100K || pattern == SplitPattern::kO200K;
+  const bool fast_bounds = !drops && text.size() <= kMax32;
   const uint32_t* digit_ids = nullptr;
   std::size_t piece_ends[kBatch];
   std::size_t scanned = 0;
@@ -342,6 +343,30 @@ void encode_text(const BPEModel& model, SplitPattern pattern, std::string_view t
       }
       scanned = scan_pieces(pattern, text, i, piece_ends, kBatch);
       next = 0;
+      if (fast_bounds) {
+        // The common case in a loop of its own, the checks below hoisted out of it: a pattern
+        // that drops nothing, a text whose bounds all fit 32 bits (window stays 0). A piece
+        // long enough for backtracking leaves it, to be taken below.
+        std::size_t k = 0;
+        std::size_t at = i;
+        std::size_t c = count;
+        for (; k < scanned; ++k) {
+          const std::size_t j = piece_ends[k];
+          if (j - at >= long_piece) break;
+          bounds[2 * c] = static_cast<uint32_t>(at);
+          bounds[2 * c + 1] = static_cast<uint32_t>(j);
+          at = j;
+          if (++c == kBatch) {
+            count = c;
+            flush();
+            c = 0;
+          }
+        }
+        count = c;
+        i = at;
+        next = k;
+        if (next == scanned) continue;
+      }
     }
     const std::size_t j = piece_ends[next++];
     if (!drops || !piece_dropped(pattern, text, i)) {
