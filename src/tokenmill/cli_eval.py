@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any
 from tokenmill.errors import InputError
 
 if TYPE_CHECKING:
+    from tokenmill.corpus import ReadOptions
     from tokenmill.evaluate import Corpus
     from tokenmill.tokenizer import Tokenizer
 
@@ -45,10 +46,24 @@ def load_tokenizer(spec: str, tiktoken_dir: str | None = None) -> tuple[str, str
 
     label, path = split_named(spec)
     tok = load(f"./{path}" if path in PRESETS else path)  # ./gpt2: the folder, not the preset
+    return label or default_name(path), path, tok
+
+
+# Files that every model folder names the same way: such a file is named after its folder.
+GENERIC_NAMES = ("tokenizer.json", "tokenizer.model", "spiece.model", "sentencepiece.bpe.model",
+                 "vocab.txt", "vocab.json")
+
+
+def default_name(path: str) -> str:
+    """A tokenizer's name in the output: its folder's for a folder or a file of a generic name
+    (``mistral-7b-v0.1/tokenizer.model`` -> ``mistral-7b-v0.1``), else the file name up to its
+    first dot."""
     p = Path(path)
-    default = p.name if p.is_dir() else p.parent.name if p.name == "tokenizer.json" and \
-        p.parent.name else p.name.split(".")[0]
-    return label or default or path, path, tok
+    if p.is_dir():
+        return p.resolve().name or path
+    if p.name in GENERIC_NAMES and p.resolve().parent.name:
+        return p.resolve().parent.name
+    return p.name.split(".")[0] or path
 
 
 def _tokenizers(specs: list[str], tiktoken_dir: str | None) -> tuple[dict[str, Tokenizer],
@@ -63,12 +78,20 @@ def _tokenizers(specs: list[str], tiktoken_dir: str | None) -> tuple[dict[str, T
     return toks, sources
 
 
+def _read_options(args: argparse.Namespace) -> ReadOptions:
+    from tokenmill.corpus import ReadOptions
+
+    return ReadOptions(text_field=args.text_field, column=args.column,
+                       whole_file=args.whole_file, errors=args.errors)
+
+
 def _corpora(args: argparse.Namespace) -> list[Corpus]:
     from tokenmill.evaluate import corpora_in, read_corpus
 
-    out = [read_corpus(spec, args.errors, args.max_documents) for spec in args.corpus]
+    options = _read_options(args)
+    out = [read_corpus(spec, options, args.max_documents) for spec in args.corpus]
     for folder in args.corpora:
-        out += corpora_in(folder, args.errors, args.max_documents)
+        out += corpora_in(folder, options, args.max_documents)
     if not out:
         raise InputError("no corpus: give --corpus NAME=PATH or --corpora DIR")
     return out
@@ -81,6 +104,12 @@ def _write(path: str, text: str) -> None:
         sys.stdout.write(text)
     else:
         atomic_write_text(path, text)
+
+
+def _count(n: int, noun: str) -> str:
+    """``1 corpus``, ``2 corpora``, ``3 tokenizers``."""
+    plural = noun[:-2] + "ora" if noun.endswith("corpus") else noun + "s"
+    return f"{n} {noun if n == 1 else plural}"
 
 
 def _eval(args: argparse.Namespace) -> int:
@@ -97,11 +126,12 @@ def _eval(args: argparse.Namespace) -> int:
     if args.json != "-":
         report.print_tables(ev)
     if args.html:
-        page = report.render_html(ev, report.standard_plots(ev), intro=(
-            f"{len(toks)} tokenizers on {len(corpora)} corpora, "
-            f"{sum(c['documents'] for c in ev.corpora):,} documents."))
+        page = report.render_html(
+            ev, report.standard_plots(ev), missing=report.missing_plots(ev),
+            intro=f"{_count(len(toks), 'tokenizer')} on {_count(len(corpora), 'corpus')}, "
+                  f"{sum(c['documents'] for c in ev.corpora):,} documents.")
         _write(args.html, page)
-    print(f"evaluated {len(toks)} tokenizer(s) on {len(corpora)} corpora "
+    print(f"evaluated {_count(len(toks), 'tokenizer')} on {_count(len(corpora), 'corpus')} "
           f"({sum(c['documents'] for c in ev.corpora):,} documents, "
           f"{sum(c['bytes'] for c in ev.corpora) / 1e6:.2f} MB) in "
           f"{time.perf_counter() - started:.2f} s" +
@@ -119,7 +149,7 @@ def _sweep(args: argparse.Namespace) -> int:
 
     def texts() -> Any:
         for path in args.train:
-            yield from read_documents(path, args.errors)
+            yield from read_documents(path, _read_options(args))
 
     toks, steps, notes = sweep.train_sizes(texts(), sizes, byte_level=not args.char_level,
                                            special_tokens=args.special_tokens,
@@ -151,9 +181,10 @@ def _sweep(args: argparse.Namespace) -> int:
         page = report.render_html(
             ev, plots, title="tokenmill vocabulary sweep",
             intro=f"BPE trained on {', '.join(args.train)} to V = "
-                  f"{', '.join(f'{v:,}' for v in sizes)}; evaluated on {len(corpora)} held-out "
-                  "corpora.",
-            sections=[("Sweep", sweep.summary_html(rows, args.rare))])
+                  f"{', '.join(f'{v:,}' for v in sizes)}; evaluated on "
+                  f"{_count(len(corpora), 'held-out corpus')}.",
+            sections=[("Sweep", sweep.summary_html(rows, args.rare))],
+            missing=report.missing_plots(ev, merges=False))
         _write(args.html, page)
     print(f"swept {len(sizes)} vocabulary sizes in {time.perf_counter() - started:.2f} s" +
           (f"; wrote {args.html}" if args.html else ""), file=sys.stderr)
@@ -169,13 +200,15 @@ def _golden(args: argparse.Namespace) -> int:
         for path in args.strings:
             strings += golden.read_strings(path)
         if not strings:
-            raise InputError("no strings to freeze: --no-builtin needs --strings FILE")
+            raise InputError(f"{args.strings[-1]}: no strings in it (and --no-builtin leaves out "
+                             "the built-in ones)" if args.strings else
+                             "no strings to freeze: --no-builtin needs --strings FILE")
         n = golden.freeze(tok, args.output, source=source, strings=strings)
         print(f"froze {n} strings of {name} (fingerprint {tok.fingerprint()[:16]}...) to "
               f"{args.output}", file=sys.stderr)
         return 0
     ok, lines = golden.check(tok, args.goldens, max_diffs=args.max_diffs,
-                             ignore_fingerprint=args.ignore_fingerprint)
+                             ignore_fingerprint=args.ignore_fingerprint, source=source)
     print("\n".join(lines), file=sys.stdout if ok else sys.stderr)
     return 0 if ok else 1
 
@@ -219,9 +252,15 @@ def _eval_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--html", metavar="FILE",
                    help="write a self-contained HTML report with plots (needs matplotlib)")
     p.add_argument("--max-documents", type=int, metavar="N",
-                   help="read at most the first N lines of each corpus")
+                   help="read at most the first N documents of each corpus")
     p.add_argument("--errors", choices=["strict", "replace"], default="strict",
                    help="on bytes that are not UTF-8: stop with an error, or use U+FFFD")
+    p.add_argument("--text-field", default="text",
+                   help="the field of a .jsonl line that holds the document (default: text)")
+    p.add_argument("--column", default="text",
+                   help="the column of a .parquet file that holds the documents (default: text)")
+    p.add_argument("--whole-file", action="store_true",
+                   help="a .txt file is one document, not one a line (books, source files)")
 
 
 def add_parsers(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]

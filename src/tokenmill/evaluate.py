@@ -28,7 +28,7 @@ from itertools import chain
 from pathlib import Path
 from typing import Any
 
-from tokenmill.corpus import Errors, input_kind, iter_documents
+from tokenmill.corpus import ReadOptions, input_kind, iter_documents
 from tokenmill.errors import InputError
 from tokenmill.tokenizer import Tokenizer
 
@@ -101,22 +101,30 @@ def corpus_files(folder: str | os.PathLike[str]) -> list[str]:
     return files
 
 
-def read_documents(path: str | os.PathLike[str], errors: Errors = "strict") -> Iterator[str]:
+PLAIN = ReadOptions()  # lines of text, "text" fields and columns, strict UTF-8
+
+
+def read_documents(path: str | os.PathLike[str],
+                   options: ReadOptions = PLAIN) -> Iterator[str]:
     """The documents of a file or folder, streamed, as ``tokenmill train`` reads them
-    (:func:`tokenmill.corpus.iter_documents`: a text file has one per line, a ``.jsonl`` file
-    one ``"text"`` per line, ``.gz``/``.zst`` are decompressed); a folder's files are those of
+    (:func:`tokenmill.corpus.iter_documents`: a text file has one per line, or is one with
+    ``whole_file``; a ``.jsonl`` file one ``text_field`` per line, a ``.parquet`` file one
+    ``column`` value per row; ``.gz``/``.zst`` are decompressed); a folder's files are those of
     :func:`corpus_files`."""
     p = Path(path)
     if not p.exists():
         raise InputError(f"{p}: no such file or folder")
-    return iter_documents(corpus_files(p) if p.is_dir() else [str(p)], errors=errors)
+    return iter_documents(corpus_files(p) if p.is_dir() else [str(p)],
+                          text_field=options.text_field, column=options.column,
+                          whole_file=options.whole_file, errors=options.errors)
 
 
-def read_corpus(spec: str, errors: Errors = "strict", max_documents: int | None = None) -> Corpus:
+def read_corpus(spec: str, options: ReadOptions = PLAIN,
+                max_documents: int | None = None) -> Corpus:
     """A corpus from ``NAME=PATH`` or ``PATH`` (named after the file); it must hold text."""
     name, path = split_named(spec)
     docs: list[str] = []
-    for doc in read_documents(path, errors):
+    for doc in read_documents(path, options):
         if max_documents is not None and len(docs) >= max_documents:
             break
         docs.append(doc)
@@ -125,13 +133,13 @@ def read_corpus(spec: str, errors: Errors = "strict", max_documents: int | None 
     return Corpus(name or corpus_name(path), path, docs)
 
 
-def corpora_in(folder: str | os.PathLike[str], errors: Errors = "strict",
+def corpora_in(folder: str | os.PathLike[str], options: ReadOptions = PLAIN,
                max_documents: int | None = None) -> list[Corpus]:
     """One corpus per file of ``folder`` (``--corpora DIR``), each named after its file."""
     if not Path(folder).is_dir():
         raise InputError(f"{folder}: not a folder (--corpora takes a folder with one file per "
                          "corpus)")
-    return [read_corpus(f, errors, max_documents) for f in corpus_files(folder)]
+    return [read_corpus(f, options, max_documents) for f in corpus_files(folder)]
 
 
 # -- metrics ---------------------------------------------------------------------------------
@@ -172,6 +180,7 @@ class TokenizerInfo:
     token_bytes: list[int] = field(default_factory=list, repr=False)
     merge_counts: list[int] | None = field(default=None, repr=False)
     merge_counts_from: str = ""
+    model: str = ""  # the model's type: BPE, WordPiece, Unigram
 
 
 @dataclass
@@ -347,7 +356,8 @@ def evaluate(tokenizers: Mapping[str, Tokenizer], corpora: Sequence[Corpus], *,
             if 0 <= i < rows:
                 usage[i] = n
         info = TokenizerInfo(tok_name, (sources or {}).get(tok_name, tok_name), "", rows,
-                             *_vocab_use(total, rows, rare), usage=usage)
+                             *_vocab_use(total, rows, rare), usage=usage,
+                             model=type(tok.model).__name__)
         if details:
             info.fingerprint = tok.fingerprint()
             info.token_bytes = token_bytes(tok)

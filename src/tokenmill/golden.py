@@ -255,17 +255,19 @@ def describe(expected: dict[str, Any], actual: dict[str, Any], context: int = 2)
 
 
 def check(tok: Tokenizer, path: str | os.PathLike[str], *, max_diffs: int = 5,
-          ignore_fingerprint: bool = False) -> tuple[bool, list[str]]:
+          ignore_fingerprint: bool = False, source: str = "") -> tuple[bool, list[str]]:
     """Re-encode the strings of a golden file: (no drift, report lines). A different
-    fingerprint is reported first, and is drift unless ``ignore_fingerprint``."""
+    fingerprint is reported first, and is drift unless ``ignore_fingerprint``; ``source``
+    names the tokenizer being checked in that line."""
     header, records = read_golden(path)
     report = []
     fingerprint = tok.fingerprint()
     same_fingerprint = header["fingerprint"] == fingerprint
     if not same_fingerprint:
-        source = f" ({header['tokenizer']})" if header.get("tokenizer") else ""
+        frozen_from = f" ({header['tokenizer']})" if header.get("tokenizer") else ""
         report.append(f"fingerprint MISMATCH: {path} was frozen from tokenizer "
-                      f"{header['fingerprint'][:16]}...{source}; this tokenizer is "
+                      f"{header['fingerprint'][:16]}...{frozen_from}; this tokenizer"
+                      f"{f' ({source})' if source else ''} is "
                       f"{fingerprint[:16]}... (vocab size {header.get('vocab_size')} then, "
                       f"{tok.get_vocab_size()} now): a different tokenizer, or a changed one")
     drifted = []
@@ -364,7 +366,8 @@ def check_config(tok: Tokenizer, config_path: str | os.PathLike[str], *,
     named = _named_tokens(tok, beside, tokens or {})
     size = tok.get_vocab_size()
     rows = [("field", "config.json", "tokenizer", "status")]
-    bad = 0
+    bad = unchecked = 0
+    specials = {t.id for t in tok.added_tokens if t.special}
     vocab = config.get("vocab_size")
     if vocab is None:
         rows.append(("vocab_size", "(unset)", f"{size}", "-"))
@@ -393,7 +396,14 @@ def check_config(tok: Tokenizer, config_path: str | os.PathLike[str], *,
         outside = [i for i in ids if not 0 <= i < size]
         if outside:
             status = f"MISMATCH: id {outside[0]} is not an id of the tokenizer"
+        elif token_id is None and not all(i in specials for i in ids):
+            # A model's special id that lands on an ordinary piece of text is a config bug
+            # whatever the tokenizer calls its special tokens.
+            plain = next(i for i in ids if i not in specials)
+            status = (f"MISMATCH: id {plain} is {tok.id_to_token(plain)!r}, not a special "
+                      "token of the tokenizer")
         elif token_id is None:
+            unchecked += 1
             status = (f"unchecked: the tokenizer names no {kind} token (give --{kind}-token); "
                       f"id {ids[0]} is {tok.id_to_token(ids[0])!r}")
         elif token_id in ids:
@@ -404,5 +414,7 @@ def check_config(tok: Tokenizer, config_path: str | os.PathLike[str], *,
         rows.append((key, json.dumps(value), mine, status))
     widths = [max(len(r[c]) for r in rows) for c in range(3)]
     lines = ["  ".join(c.ljust(w) for c, w in zip(r[:3], widths)) + "  " + r[3] for r in rows]
-    lines.append(f"{bad} mismatch{'es' if bad != 1 else ''}" if bad else "ok: no mismatch")
+    more = f" ({unchecked} unchecked)" if unchecked else ""
+    lines.append(f"{bad} mismatch{'es' if bad != 1 else ''}{more}" if bad else
+                 f"ok: no mismatch{more}")
     return bad == 0, lines

@@ -54,8 +54,8 @@ def length_rows(ev: Evaluation) -> tuple[list[str], list[list[str]]]:
 
 def coverage_rows(ev: Evaluation) -> tuple[list[str], list[list[str]]]:
     """The "unknowns and vocabulary use" table, with an "all corpora" row per tokenizer."""
-    head = ["tokenizer", "corpus", "tokens", "unk", "byte fallback", "rows unused",
-            f"rows used <{ev.settings['rare']}x"]
+    head = ["tokenizer", "corpus", "tokens", "unk", "fallback", "unused",
+            f"used <{ev.settings['rare']}x"]
     rows = []
     for t in ev.tokenizers:
         mine = [r for r in ev.results if r.tokenizer == t.name]
@@ -73,15 +73,34 @@ def coverage_rows(ev: Evaluation) -> tuple[list[str], list[list[str]]]:
 Table = tuple[str, list[str], list[list[str]]]  # title, header, rows
 
 
-def print_tables(ev: Evaluation, out: TextIO | None = None, extra: Sequence[Table] = ()) -> None:
-    """The evaluation's two tables (and ``extra`` ones) on the terminal: rich tables when rich
-    is installed, plain columns if not. Notes go to stderr."""
+def _columns(head: list[str], rows: list[list[str]], keep: Sequence[int]) -> tuple[
+        list[str], list[list[str]]]:
+    return [head[k] for k in keep], [[r[k] for k in keep] for r in rows]
+
+
+def terminal_tables(ev: Evaluation) -> list[Table]:
+    """The evaluation's tables for a terminal: the length table of the page cut in two (14
+    columns do not fit in 80 or even 120), the parity column only where there is a parity."""
+    head, rows = length_rows(ev)
+    tail = [0, 1, 7, 8, 9, 10, 12] + ([13] if ev.settings.get("reference") else [])
+    return [("Tokens per byte over documents", *_columns(head, rows, [0, 1, 2, 3, 4, 5, 6, 11])),
+            ("Tokens per character over documents, documents over the context, parity",
+             *_columns(head, rows, tail)),
+            ("Unknown tokens and vocabulary use", *coverage_rows(ev))]
+
+
+def print_tables(ev: Evaluation, out: TextIO | None = None, extra: Sequence[Table] = (),
+                 width: int | None = None) -> None:
+    """The evaluation's tables (and ``extra`` ones) on the terminal: rich tables when rich
+    is installed, plain columns if not. Notes go to stderr. ``width``: the terminal's (default:
+    its own, or 200 when ``out`` is not a terminal); a table wider than that is printed at its
+    own width, never with its numbers cut."""
     out = out or sys.stdout
-    tables: list[Table] = [
-        ("Tokens per byte and per character over documents", *length_rows(ev)),
-        ("Unknown tokens and vocabulary use", *coverage_rows(ev)), *extra]
+    tables = [*terminal_tables(ev), *extra]
     try:
+        from rich import box
         from rich.console import Console
+        from rich.measure import Measurement
         from rich.table import Table as RichTable
     except ImportError:
         for title, head, rows in tables:
@@ -92,15 +111,19 @@ def print_tables(ev: Evaluation, out: TextIO | None = None, extra: Sequence[Tabl
                                 for k, (c, w) in enumerate(zip(r, widths))).rstrip(), file=out)
             print(file=out)
     else:
-        console = Console(file=out, width=None if out.isatty() else 200)
+        terminal = width or (Console(file=out).width if out.isatty() else 200)
         for title, head, rows in tables:
-            table = RichTable(title=title, title_justify="left")
+            table = RichTable(title=title, title_justify="left", box=box.SIMPLE_HEAD)
             for k, h in enumerate(head):
-                table.add_column(h, justify="left" if k < 2 else "right", no_wrap=k < 2)
+                table.add_column(h, justify="left" if k < 2 else "right", no_wrap=True)
             for k, r in enumerate(rows):
                 last = k + 1 == len(rows) or rows[k + 1][0] != r[0]
                 table.add_row(*r, end_section=last)  # a rule between tokenizers
-            console.print(table)
+            # A table wider than the terminal is printed at its own width: rich would shrink
+            # its columns to the terminal and cut "0.207" to "0…".
+            wide = Console(file=out, width=10_000)
+            natural = Measurement.get(wide, wide.options, table).maximum
+            Console(file=out, width=max(terminal, natural)).print(table)
     for note in ev.notes:
         print(f"note: {note}", file=sys.stderr)
 
@@ -314,14 +337,12 @@ def plot_merge_counts(ev: Evaluation, marks: Sequence[int] = (),
         if not t.merge_counts:
             continue
         xs, lo, mid, hi = binned(t.merge_counts, 120, log=True)
-        nan = float("nan")
-        # The band only where it has a floor: a log scale has no room for a count of 0.
-        ax.fill_between(xs, [v if v > 0 else nan for v in lo], [v if v > 0 else nan
-                                                                   for v in hi],
-                        color=color, alpha=0.15, linewidth=0)
-        ax.plot(xs, [v if v > 0 else nan for v in mid], color=color,
-                label=f"{t.name} ({t.merge_counts_from})")
-    ax.set_yscale("log")
+        ax.fill_between(xs, lo, hi, color=color, alpha=0.15, linewidth=0)
+        ax.plot(xs, mid, color=color, label=f"{t.name} ({t.merge_counts_from})")
+    # Logarithmic from 1 up, linear below: a loaded tokenizer's merges that the evaluated text
+    # never applies count 0, which a plain log axis cannot draw (the curve broke into pieces).
+    ax.set_yscale("symlog", linthresh=1.0, linscale=0.3)
+    ax.set_ylim(bottom=0)
     ax.set_xscale("log")
     last = max(len(t.merge_counts or ()) for t in curves)
     for k, (step, label) in enumerate(zip(marks, mark_labels or [""] * len(marks))):
@@ -341,8 +362,26 @@ def plot_merge_counts(ev: Evaluation, marks: Sequence[int] = (),
                 "How often each merge's pair occurred, by step (line: the mean over neighbouring "
                 "steps; band: their p10–p90). Training counts come from the training itself; "
                 "for a tokenizer loaded from a file, each merge is counted as it is applied to "
-                "the evaluated text. Where the curve flattens near the bottom, more merges buy "
+                "the evaluated text (0, at the foot of the axis: merges that text never "
+                "applies). Where the curve flattens near the bottom, more merges buy "
                 "little.", svg_of(fig))
+
+
+def missing_plots(ev: Evaluation, *, merges: bool = True) -> list[str]:
+    """Why a plot of :func:`standard_plots` is left out, or a tokenizer left out of one: a
+    line each, for the page to say."""
+    out = []
+    reference = ev.settings.get("reference")
+    if reference is None:
+        out.append("no parity plot: no reference corpus was given (--reference NAME)")
+    elif plot_parity(ev) is None:
+        out.append(f"no parity plot: no corpus has the lines of {reference} (see the notes)")
+    if merges:
+        for t in ev.tokenizers:
+            if not t.merge_counts:
+                model = f" ({t.model})" if t.model else ""
+                out.append(f"{t.name}{model}: not in the merge-count plot, it has no merges")
+    return out
 
 
 def standard_plots(ev: Evaluation, *, merges: bool = True) -> list[Plot]:
@@ -389,9 +428,11 @@ def html_table(head: Sequence[str], rows: Sequence[Sequence[str]]) -> str:
 
 
 def render_html(ev: Evaluation, plots: Sequence[Plot], *, title: str = "tokenmill evaluation",
-                intro: str = "", sections: Sequence[tuple[str, str]] = ()) -> str:
+                intro: str = "", sections: Sequence[tuple[str, str]] = (),
+                missing: Sequence[str] = ()) -> str:
     """The whole page: settings, tokenizers, the two tables, the plots, notes, definitions.
-    ``sections`` are extra ``(heading, html)`` parts placed before the plots."""
+    ``sections`` are extra ``(heading, html)`` parts placed before the plots; ``missing``
+    says which plots are left out and why (:func:`missing_plots`)."""
     e = html.escape
     s = ev.settings
     tokenizers = html_table(["tokenizer", "source", "vocab rows", "rows unused", "fingerprint"],
@@ -405,6 +446,8 @@ def render_html(ev: Evaluation, plots: Sequence[Plot], *, title: str = "tokenmil
         f'src="data:image/svg+xml;base64,{base64.b64encode(p.svg).decode("ascii")}">'
         f"<figcaption>{e(p.caption)}</figcaption></figure>" for p in plots)
     notes = "".join(f"<li>{e(n)}</li>" for n in ev.notes)
+    absent = (f'<ul class="missing">{"".join(f"<li>{e(m)}</li>" for m in missing)}</ul>'
+              if missing else "")
     extra = "".join(f"<h2>{e(h)}</h2>{body}" for h, body in sections)
     return f"""<!DOCTYPE html>
 <html lang="en"><head><meta charset="utf-8"><title>{e(title)}</title>
@@ -414,23 +457,24 @@ def render_html(ev: Evaluation, plots: Sequence[Plot], *, title: str = "tokenmil
 <p>{e(intro)}</p>
 <h2>Tokenizers</h2>{tokenizers}
 {extra}
-<h2>Plots</h2>{figures}
+<h2>Plots</h2>{absent}{figures}
 <h2>Tokens per byte and per character</h2>{html_table(*length_rows(ev))}
 <h2>Unknown tokens and vocabulary use</h2>{html_table(*coverage_rows(ev))}
 <h2>Corpora</h2>{corpora}
 {f"<h2>Notes</h2><ul>{notes}</ul>" if notes else ""}
 <h2>Definitions</h2>
 <ul>
-<li>A document is one line of a corpus (one JSON line's <code>text</code> for .jsonl); empty lines
-are not documents but keep parallel corpora aligned.</li>
+<li>A document is one line of a corpus (one JSON line's text field for .jsonl, one row for
+.parquet, a whole file with <code>--whole-file</code>); empty lines are not documents but keep
+parallel corpora aligned.</li>
 <li><b>tok/B</b>, <b>tok/char</b>: a document's tokens over its UTF-8 bytes or its characters; mean
 and percentiles over documents. Percentiles interpolate linearly between the closest ranks
 (numpy's default).</li>
 <li><b>B/tok</b>: all bytes of the corpus over all its tokens.</li>
 <li><b>&gt;{s['context']}</b>: share of documents of more than {s['context']} tokens.</li>
-<li><b>unk</b>, <b>byte fallback</b>: share of tokens that are the unknown token or a
+<li><b>unk</b>, <b>fallback</b>: share of tokens that are the unknown token or a
 <code>&lt;0xNN&gt;</code> byte token.</li>
-<li><b>rows unused</b>, <b>rows used &lt;{s['rare']}x</b>: share of vocabulary rows (added tokens
+<li><b>unused</b>, <b>used &lt;{s['rare']}x</b>: share of vocabulary rows (added tokens
 included) never used, or used fewer than {s['rare']} times (never included).</li>
 <li><b>parity</b>: tokens of a corpus over tokens of the reference corpus
 ({e(str(s.get('reference')))}) for the same sentences.</li>

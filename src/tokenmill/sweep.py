@@ -18,8 +18,15 @@ from tokenmill import decoders, pre_tokenizers
 from tokenmill.errors import InputError
 from tokenmill.evaluate import Evaluation, summarize
 from tokenmill.models.bpe import BPE
-from tokenmill.report import (Plot, colors, html_table, log_ticks, new_figure, plot_merge_counts,
-                              svg_of)
+from tokenmill.report import (
+    Plot,
+    colors,
+    html_table,
+    log_ticks,
+    new_figure,
+    plot_merge_counts,
+    svg_of,
+)
 from tokenmill.tokenizer import Tokenizer
 from tokenmill.trainers.bpe import BPETrainer, MergeStep
 
@@ -98,7 +105,9 @@ def summary(ev: Evaluation, sizes: dict[str, int]) -> list[dict[str, Any]]:
     for t in ev.tokenizers:
         mine = [r for r in ev.results if r.tokenizer == t.name]
         pooled = [x for r in mine for x in r.per_document]
-        parities = [r.parity for r in mine if r.parity is not None]
+        # (the reference's own parity is 1 by definition: it would pull the mean to 1)
+        reference = ev.settings.get("reference")
+        parities = [r.parity for r in mine if r.parity is not None and r.corpus != reference]
         out.append({"tokenizer": t.name, "vocab_size": sizes[t.name],
                     "tokens_per_byte": summarize(pooled),
                     "bytes_per_token": sum(r.bytes for r in mine) / max(1, sum(r.tokens
@@ -109,8 +118,8 @@ def summary(ev: Evaluation, sizes: dict[str, int]) -> list[dict[str, Any]]:
 
 
 def summary_table(rows: list[dict[str, Any]], rare: int) -> tuple[list[str], list[list[str]]]:
-    head = ["tokenizer", "V", "tok/B mean", "p50", "p95", "p99", "B/tok", "rows unused",
-            f"rows used <{rare}x", "mean parity"]
+    head = ["tokenizer", "V", "tok/B mean", "p50", "p95", "p99", "B/tok", "unused",
+            f"used <{rare}x", "mean parity"]
     body = [[r["tokenizer"], f"{r['vocab_size']:,}",
              *(f"{r['tokens_per_byte'][k]:.3f}" for k in ("mean", "p50", "p95", "p99")),
              f"{r['bytes_per_token']:.2f}", f"{100 * r['vocab_unused']:.2f}%",

@@ -18,9 +18,9 @@ def test_eval_table_and_json(trained_file, corpora, capsys):
             "--reference", "en", "--context", "20"]
     assert main(args) == 0
     out, err = capsys.readouterr()
-    assert "Tokens per byte and per character over documents" in out
+    assert "Tokens per byte over documents" in out and "parity" in out
     assert "Unknown tokens and vocabulary use" in out and "all corpora" in out
-    assert "evaluated 1 tokenizer(s) on 3 corpora" in err
+    assert "evaluated 1 tokenizer on 3 corpora" in err
     assert main(args + ["--json"]) == 0
     doc = json.loads(capsys.readouterr().out)
     assert doc["settings"]["context"] == 20 and doc["settings"]["reference"] == "en"
