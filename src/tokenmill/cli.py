@@ -19,8 +19,16 @@ from tokenmill.loading import load
 from tokenmill.tokenizer import Tokenizer
 
 
+class _Parser(argparse.ArgumentParser):
+    """A parser whose usage errors are one line, as every other error of the command is (the
+    usage of train alone is 20 lines); --help still shows it all."""
+
+    def error(self, message: str) -> Any:  # argparse's own: print, then exit 2
+        self.exit(2, f"{self.prog}: error: {message} (see {self.prog} --help)\n")
+
+
 def _parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="tokenmill", description=__doc__.splitlines()[0])
+    p = _Parser(prog="tokenmill", description=__doc__.splitlines()[0])
     sub = p.add_subparsers(dest="command", required=True)
 
     # Training and counting live in their own module, as do the evaluation commands.
@@ -70,6 +78,15 @@ def _parser() -> argparse.ArgumentParser:
     return p
 
 
+def _width(cell: str) -> int:
+    """Columns a cell takes on a terminal: two for a wide (CJK) character, none for a
+    combining mark."""
+    import unicodedata
+
+    return sum(0 if unicodedata.combining(c) else
+               2 if unicodedata.east_asian_width(c) in "WF" else 1 for c in cell)
+
+
 def _encode(args: argparse.Namespace) -> int:
     tok = load(args.tokenizer)  # a tokenizer.json, or any other file load() reads
     enc = tok.encode(args.text, add_special_tokens=not args.no_special_tokens)
@@ -80,9 +97,9 @@ def _encode(args: argparse.Namespace) -> int:
     rows = [("#", "id", "token", "offsets", "text")]
     for n, (i, t, (s, e)) in enumerate(zip(enc.ids, enc.tokens, enc.offsets)):
         rows.append((str(n), str(i), repr(t), f"{s}:{e}", repr(args.text[s:e])))
-    widths = [max(len(r[c]) for r in rows) for c in range(len(rows[0]))]
+    widths = [max(_width(r[c]) for r in rows) for c in range(len(rows[0]))]
     for r in rows:
-        print("  ".join(cell.ljust(w) for cell, w in zip(r, widths)).rstrip())
+        print("  ".join(cell + " " * (w - _width(cell)) for cell, w in zip(r, widths)).rstrip())
     print(f"{len(enc.ids)} tokens for {len(args.text)} characters")
     return 0
 

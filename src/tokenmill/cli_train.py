@@ -154,6 +154,22 @@ def add_parsers(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-a
     c.add_argument("-o", "--output", required=True, help="where to write the count file")
 
 
+def _check_flags(args: argparse.Namespace) -> None:
+    """Flag combinations that would train a tokenizer that does not do what was asked."""
+    for token in args.special_tokens or ():
+        if token not in (args.files or ()) and os.path.isfile(token):
+            # nargs="*" takes the inputs after it too: the corpus would silently become a
+            # special token, and the bundled sample the corpus.
+            raise InputError(f"--special-tokens took {token!r}, which is a file: put the "
+                             "inputs before --special-tokens (or last, after --)")
+    if args.byte_level:
+        for flag in ("end_of_word_suffix", "end_of_word_marker", "continuing_subword_prefix"):
+            if getattr(args, flag, None):
+                raise InputError(f"--{flag.replace('_', '-')} is for --char-level: a byte-level "
+                                 "tokenizer keeps spaces in its tokens (Ġ) and decodes without "
+                                 "one")
+
+
 def _pipeline(args: argparse.Namespace) -> Tokenizer:
     """An empty tokenizer with the pipeline the flags ask for."""
     if args.model == "wordpiece":
@@ -266,6 +282,7 @@ def _count_command(args: argparse.Namespace) -> int:
 
 
 def _train_command(args: argparse.Namespace) -> int:
+    _check_flags(args)
     phases = _Phases()
     stats = ReadStats()
     if args.from_counts:
@@ -304,6 +321,9 @@ def _train_command(args: argparse.Namespace) -> int:
     phases.done("merging")
     tok.save(args.output)
     phases.done("writing")
+    if (reason := getattr(tok.model, "hf_compatible", None)) is not None:
+        _report(args, f"note: {args.output} loads in tokenmill, not in Hugging Face tokenizers: "
+                      f"{reason}")
     if args.trace:
         print("\n".join(result.trace_lines()))
     read = f"; {stats.summary()}" if stats.files else ""
