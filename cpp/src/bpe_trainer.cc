@@ -16,6 +16,9 @@ namespace tokenmill {
 namespace {
 
 constexpr uint64_t kNever = std::numeric_limits<uint64_t>::max();
+// A character's weight in the alphabet: count x occurrences summed over all words, which can
+// pass 2^64 even when every pair count fits (a one-character word has no pairs).
+using Weight = WideCount;
 // A merge touching at least this many words is split between two threads (below it, starting
 // a thread costs more than it saves).
 constexpr std::size_t kParallelWords = 4096;
@@ -198,8 +201,8 @@ void Trainer::build_words(const std::vector<std::string_view>& words,
   // The alphabet: every character, weighted by word count; the initial alphabet always stays.
   // (Flat tables: the characters of every word are looked up here, tens of millions of times.)
   PairMap slot_of;  // packed character -> its place in freq
-  std::vector<std::pair<uint64_t, uint64_t>> freq;  // (packed character, weight)
-  auto weigh = [&](uint64_t packed) -> uint64_t& {
+  std::vector<std::pair<uint64_t, Weight>> freq;  // (packed character, weight)
+  auto weigh = [&](uint64_t packed) -> Weight& {
     uint64_t slot = 0;
     if (!slot_of.find(packed, slot)) {
       slot = freq.size();
@@ -217,7 +220,7 @@ void Trainer::build_words(const std::vector<std::string_view>& words,
     }
   }
   for (const std::string& c : opt_.initial_alphabet) {
-    if (!c.empty() && c.size() <= 4) weigh(pack(c, 0, c.size())) = kNever;
+    if (!c.empty() && c.size() <= 4) weigh(pack(c, 0, c.size())) = ~Weight{0};
   }
   auto unpack = [](uint64_t v) {
     const auto len = static_cast<std::size_t>(v >> 32);
@@ -225,7 +228,7 @@ void Trainer::build_words(const std::vector<std::string_view>& words,
     for (std::size_t k = 0; k < len; ++k) s[len - 1 - k] = static_cast<char>((v >> (8 * k)) & 0xFF);
     return s;
   };
-  std::vector<std::pair<std::string, std::pair<uint64_t, uint64_t>>> kept;
+  std::vector<std::pair<std::string, std::pair<Weight, uint64_t>>> kept;
   kept.reserve(freq.size());
   for (const auto& [packed, count] : freq) kept.push_back({unpack(packed), {count, packed}});
   std::sort(kept.begin(), kept.end());  // code point order (UTF-8 byte order)
@@ -285,6 +288,7 @@ void Trainer::build_words(const std::vector<std::string_view>& words,
     for (const auto& [text, key] : variants) variant_id[key] = add_token(text, 1);
   }
   words_.reserve(words.size());
+  CountBound bound;
   for (std::size_t w = 0; w < words.size(); ++w) {
     const std::string_view word = words[w];
     alphabet_chars(word);
@@ -300,7 +304,9 @@ void Trainer::build_words(const std::vector<std::string_view>& words,
     }
     if (marker) syms_.push_back(marker_id);
     words_.push_back({counts[w], start, static_cast<uint32_t>(syms_.size() - start)});
+    bound.add(counts[w], words_.back().len - 1);
   }
+  bound.check("count x (symbols - 1)");
   if (words_.size() >= std::numeric_limits<uint32_t>::max()) throw Error("too many distinct words");
   stamp_.assign(words_.size(), 0);
 }
@@ -599,6 +605,7 @@ void Trainer::apply_changes(PairChanges& changes) {
     }
     const PairChanges::Slot& c = slots[k];
     const uint32_t p = ids[k];
+    // Modulo 2^64, exact: the result is a true pair count, within the bound build_words checked.
     pair_count_[p] = pair_count_[p] + c.added - c.removed;
     if (c.added > 0) {
       std::vector<uint32_t>& where = pair_where_[p];
@@ -668,7 +675,25 @@ BPETrainResult Trainer::run(const std::vector<std::string_view>& words,
   return out;
 }
 
+// Decimal digits of a number over 2^64.
+std::string to_string_wide(WideCount x) {
+  std::string digits;
+  do {
+    digits.insert(digits.begin(), static_cast<char>('0' + static_cast<int>(x % 10)));
+    x /= 10;
+  } while (x != 0);
+  return digits;
+}
+
 }  // namespace
+
+void CountBound::check(const char* what) const {
+  if (total_ <= std::numeric_limits<uint64_t>::max()) return;
+  throw Error(std::string("counts too large: the sum of ") + what + " over the words is " +
+              to_string_wide(total_) + ", over the limit 2**64-1 = " +
+              std::to_string(std::numeric_limits<uint64_t>::max()) +
+              ", so a count could wrap; scale the counts down");
+}
 
 BPETrainResult train_bpe(const std::vector<std::string_view>& words,
                          const std::vector<uint64_t>& counts,

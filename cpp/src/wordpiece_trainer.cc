@@ -8,6 +8,7 @@
 #include <unordered_map>
 #include <utility>
 
+#include "tokenmill/bpe_trainer.h"  // CountBound
 #include "tokenmill/error.h"
 #include "tokenmill/utf8.h"
 
@@ -120,8 +121,9 @@ uint32_t Trainer::add_token(const std::string& token) {
 void Trainer::build_words(const std::vector<std::string>& words,
                           const std::vector<uint64_t>& counts) {
   // The alphabet: characters weighted by word count; the initial alphabet always stays (it
-  // takes places within limit_alphabet, as in the BPE trainer).
-  std::unordered_map<std::string, uint64_t> freq;
+  // takes places within limit_alphabet, as in the BPE trainer). Weights are 128-bit: summed
+  // over every word, dropped ones too, they can pass 2^64 where no symbol count does.
+  std::unordered_map<std::string, WideCount> freq;
   for (std::size_t w = 0; w < words.size(); ++w) {
     const std::string& word = words[w];
     for (std::size_t i = 0; i < word.size();) {
@@ -130,8 +132,8 @@ void Trainer::build_words(const std::vector<std::string>& words,
       i += len;
     }
   }
-  for (const std::string& c : opt_.initial_alphabet) freq[c] = std::numeric_limits<uint64_t>::max();
-  std::vector<std::pair<std::string, uint64_t>> kept(freq.begin(), freq.end());
+  for (const std::string& c : opt_.initial_alphabet) freq[c] = ~WideCount{0};
+  std::vector<std::pair<std::string, WideCount>> kept(freq.begin(), freq.end());
   std::sort(kept.begin(), kept.end());  // code point order (UTF-8 byte order)
   if (opt_.limit_alphabet >= 0 && kept.size() > static_cast<std::size_t>(opt_.limit_alphabet)) {
     std::stable_sort(kept.begin(), kept.end(),
@@ -323,9 +325,14 @@ WordPieceTrainResult Trainer::run(const std::vector<std::string>& words,
                 "continuing form); use vocab_size >= " + std::to_string(vocab_.size()) +
                 " or a smaller limit_alphabet");
   }
+  // Counts never wrap: a symbol count (and so a pair count) is at most the sum of count x
+  // symbols, since merging only shortens words; a corpus where that is over 2^64 - 1 is
+  // refused. (The deltas of a merge wrap on purpose, see merge.)
+  CountBound bound;
   for (std::size_t w = 0; w < words_.size(); ++w) {
     const std::vector<uint32_t>& syms = words_[w];
     const uint64_t f = word_count_[w];
+    bound.add(f, syms.size());
     for (std::size_t i = 0; i < syms.size(); ++i) {
       symbol_count_[syms[i]] += f;
       if (i + 1 < syms.size()) {
@@ -337,6 +344,7 @@ WordPieceTrainResult Trainer::run(const std::vector<std::string>& words,
       }
     }
   }
+  bound.check("count x symbols");
   std::vector<uint64_t> keys;
   keys.reserve(pairs_.size());
   for (auto& [k, info] : pairs_) {

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from typing import Any, Literal, NamedTuple
 
 from tokenmill import _core
@@ -81,6 +81,7 @@ class BPETrainer:
         self._check()
 
     def _check(self) -> None:
+        check_string_options(self)
         if self.num_merges is None and self.vocab_size < 1:
             raise InputError(f"vocab_size must be >= 1, got {self.vocab_size}")
         if self.num_merges is not None and self.num_merges < 0:
@@ -141,6 +142,20 @@ class BPETrainer:
                     end_of_word_suffix=self.end_of_word_suffix,
                     end_of_word_marker=self.end_of_word_marker)
         return TrainResult(model, steps, alphabet_size)
+
+
+def check_string_options(options: Any) -> None:
+    """Every string option of a trainer, and each string of a tuple option, is valid text: the
+    core takes them as UTF-8, and a lone surrogate (as the CLI gets for a byte that is not
+    UTF-8) would fail the conversion with a bare TypeError naming no option."""
+    for f in fields(options):
+        value = getattr(options, f.name)
+        if isinstance(value, str):
+            check_text(value, f"{f.name}: {value!r}")
+        elif isinstance(value, tuple):
+            for i, item in enumerate(value):
+                if isinstance(item, str):
+                    check_text(item, f"{f.name}[{i}]: {item!r}")
 
 
 def _train_core(words: list[str], freqs: list[int], *args: Any) -> Any:
