@@ -15,7 +15,9 @@ from typing import Any, NamedTuple
 
 import regex
 
+from tokenmill._io import check_text
 from tokenmill._registry import field
+from tokenmill.errors import FormatError, InputError
 from tokenmill.normalized import NormalizedString
 from tokenmill.normalizers import WHITE_SPACE
 
@@ -43,6 +45,11 @@ class AddedToken:
     rstrip: bool = False
     normalized: bool = False
 
+    def __post_init__(self) -> None:
+        # Caught here, not at save or encode: a lone surrogate cannot be written as UTF-8,
+        # nor matched by the core.
+        check_text(self.content, f"added token {self.content!r}")
+
     def to_dict(self) -> dict[str, Any]:
         d = asdict(self)
         return {"id": d.pop("id"), "content": d.pop("content"), **d}
@@ -50,16 +57,19 @@ class AddedToken:
     @classmethod
     def from_fields(cls, data: dict[str, Any], where: str) -> AddedToken:
         special = field(data, "special", bool, where, False)
-        return cls(
-            content=field(data, "content", str, where),
-            id=field(data, "id", int, where),
-            special=special,
-            single_word=field(data, "single_word", bool, where, False),
-            lstrip=field(data, "lstrip", bool, where, False),
-            rstrip=field(data, "rstrip", bool, where, False),
-            # Hugging Face's own default: special tokens match the original text.
-            normalized=field(data, "normalized", bool, where, not special),
-        )
+        try:
+            return cls(
+                content=field(data, "content", str, where),
+                id=field(data, "id", int, where),
+                special=special,
+                single_word=field(data, "single_word", bool, where, False),
+                lstrip=field(data, "lstrip", bool, where, False),
+                rstrip=field(data, "rstrip", bool, where, False),
+                # Hugging Face's own default: special tokens match the original text.
+                normalized=field(data, "normalized", bool, where, not special),
+            )
+        except InputError as e:
+            raise FormatError(f"{where}.content: {e}") from None
 
 
 class Segment(NamedTuple):

@@ -10,6 +10,9 @@ from typing import Literal
 from tokenmill.errors import InputError
 
 Side = Literal["right", "left"]
+Strategy = Literal["LongestFirst", "OnlyFirst", "OnlySecond"]
+SIDES: tuple[Side, ...] = ("right", "left")
+STRATEGIES: tuple[Strategy, ...] = ("LongestFirst", "OnlyFirst", "OnlySecond")
 
 
 class Encoding:
@@ -175,7 +178,12 @@ class Encoding:
         """The encoding padded to ``length`` with masked-out pad tokens (longer ones unchanged)."""
         missing = length - len(self.ids)
         if missing <= 0:
-            return self
+            if not self.overflowing:
+                return self
+            # tokenizers pads the overflowing windows even when the first needs none.
+            return self.replace(overflowing=[o.padded(length, pad_id=pad_id, pad_token=pad_token,
+                                                      pad_type_id=pad_type_id, side=side)
+                                             for o in self.overflowing])
         pad = Encoding([pad_id] * missing, [pad_token] * missing, [(0, 0)] * missing,
                        [pad_type_id] * missing, [0] * missing, [1] * missing)
         parts = [self, pad] if side == "right" else [pad, self]
@@ -188,15 +196,29 @@ class Encoding:
 @dataclass(frozen=True, kw_only=True)
 class Truncation:
     """Keep at most ``max_length`` tokens (special tokens included); overflow in ``stride``-
-    overlapping windows; cut on the ``side`` given."""
+    overlapping windows; cut on the ``side`` given.
+
+    A pair is cut by ``strategy``: "LongestFirst" takes from the longer input until both are
+    as long, then from both; "OnlyFirst"/"OnlySecond" take from that input only.
+
+    >>> Truncation(max_length=8, strategy="OnlySecond").to_dict()["strategy"]
+    'OnlySecond'
+    """
 
     max_length: int
     stride: int = 0
     side: Side = "right"
+    strategy: Strategy = "LongestFirst"
+
+    def __post_init__(self) -> None:
+        _check_int("truncation", "max_length", self.max_length, 1)
+        _check_int("truncation", "stride", self.stride, 0)
+        _check_choice("truncation", "side", self.side, SIDES)
+        _check_choice("truncation", "strategy", self.strategy, STRATEGIES)
 
     def to_dict(self) -> dict:
         return {"direction": self.side.capitalize(), "max_length": self.max_length,
-                "strategy": "LongestFirst", "stride": self.stride}
+                "strategy": self.strategy, "stride": self.stride}
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -210,6 +232,17 @@ class Padding:
     length: int | None = None
     pad_to_multiple_of: int | None = None
 
+    def __post_init__(self) -> None:
+        _check_choice("padding", "side", self.side, SIDES)
+        _check_int("padding", "pad_id", self.pad_id, 0)
+        _check_int("padding", "pad_type_id", self.pad_type_id, 0)
+        if not isinstance(self.pad_token, str):
+            raise InputError(f"padding pad_token must be a string, got {self.pad_token!r}")
+        if self.length is not None:
+            _check_int("padding", "length", self.length, 1)
+        if self.pad_to_multiple_of is not None:
+            _check_int("padding", "pad_to_multiple_of", self.pad_to_multiple_of, 1)
+
     def target(self, longest: int) -> int:
         n = self.length if self.length is not None else longest
         m = self.pad_to_multiple_of
@@ -217,8 +250,25 @@ class Padding:
             n = -(-n // m) * m
         return n
 
+    def pad(self, encoding: Encoding, longest: int) -> Encoding:
+        """``encoding`` padded to :meth:`target` of ``longest`` (the longest of its batch)."""
+        return encoding.padded(self.target(longest), pad_id=self.pad_id,
+                               pad_token=self.pad_token, pad_type_id=self.pad_type_id,
+                               side=self.side)
+
     def to_dict(self) -> dict:
         strategy: object = {"Fixed": self.length} if self.length is not None else "BatchLongest"
         return {"strategy": strategy, "direction": self.side.capitalize(),
                 "pad_to_multiple_of": self.pad_to_multiple_of, "pad_id": self.pad_id,
                 "pad_type_id": self.pad_type_id, "pad_token": self.pad_token}
+
+
+def _check_int(option: str, name: str, value: object, least: int) -> None:
+    if isinstance(value, bool) or not isinstance(value, int) or value < least:
+        raise InputError(f"{option} {name} must be an integer >= {least}, got {value!r}")
+
+
+def _check_choice(option: str, name: str, value: object, choices: tuple[str, ...]) -> None:
+    if value not in choices:
+        expected = ", ".join(repr(c) for c in choices[:-1]) + f" or {choices[-1]!r}"
+        raise InputError(f"{option} {name} must be {expected}, got {value!r}")

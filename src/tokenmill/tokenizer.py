@@ -8,6 +8,7 @@ import os
 import random
 from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence, Set
+from functools import partial
 from itertools import islice
 from typing import TYPE_CHECKING, Any, Literal, Protocol, TypeVar, cast
 
@@ -22,6 +23,7 @@ from tokenmill.models.unigram import Unigram
 from tokenmill.models.wordpiece import WordPiece
 from tokenmill.normalized import NormalizedString
 from tokenmill.pre_tokenizers import native_counting, unicode_to_bytes
+from tokenmill.truncation import combine, truncate
 
 if TYPE_CHECKING:
     from tokenmill.streaming import DecodeStream
@@ -251,37 +253,19 @@ class Tokenizer:
         return Encoding(ids, offsets=(starts, ends), id_to_token=self.id_to_token)
 
     def _post(self, a: Encoding, b: Encoding | None, add_special_tokens: bool,
-              truncation: Truncation | None) -> Encoding:
+              truncation: Truncation | None, padding: Padding | None) -> Encoding:
+        """Truncate, lay out with the post-processor, then pad: tokenizers' order."""
         processor = self.post_processor
-        if processor is None and b is None and truncation is None:
-            return a  # nothing to add or cut: the encoding stays lazy
+        if processor is None and b is None and truncation is None and padding is None:
+            return a  # nothing to add, cut or pad: the encoding stays lazy
         if truncation is not None:
-            room = truncation.max_length
-            if processor is not None and add_special_tokens:
-                room -= processor.added_tokens(b is not None)
-            if room < 0:
-                raise InputError(f"truncation max_length {truncation.max_length} leaves no "
-                                 "room for the special tokens the template adds")
-            if b is None:
-                a = a.truncated(room, truncation.stride, truncation.side)
-            else:
-                # Longest first: trim the longer input until both fit.
-                na, nb = len(a), len(b)
-                while na + nb > room:
-                    if na >= nb:
-                        na -= 1
-                    else:
-                        nb -= 1
-                a = a.truncated(na, 0, truncation.side)
-                b = b.truncated(nb, 0, truncation.side)
-        if processor is None:
-            out = Encoding.concat([a] if b is None else [a, b])
-            if b is not None:
-                n = len(a)
-                out.type_ids = [0] * n + [1] * len(b)
-        else:
-            out = processor.process(a, b, add_special_tokens)
-        out.overflowing = [self._post(o, None, add_special_tokens, None) for o in a.overflowing]
+            added = processor.added_tokens(b is not None) \
+                if processor is not None and add_special_tokens else 0
+            a, b = truncate(a, b, truncation, added)
+        out = combine(a, b, partial(_lay_out, processor, add_special_tokens), processor,
+                      add_special_tokens)
+        if padding is not None:
+            out = padding.pad(out, len(out))
         return out
 
     def encode(self, text: str, pair: str | None = None, *, add_special_tokens: bool = True,
@@ -299,14 +283,25 @@ class Tokenizer:
 
         ``dropout`` (BPE models; default: the model's own ``dropout``) encodes with BPE-dropout,
         the draws made reproducible by ``seed`` (default: a fresh random seed per call).
+
+        The tokenizer's own ``padding``, if set, pads the encoding (and its overflowing
+        windows), as tokenizers does: to ``length``, or to its own length, rounded up to
+        ``pad_to_multiple_of``.
         """
+        return self._encode(text, pair, add_special_tokens, truncation or self.truncation,
+                            self.padding, allowed_special, disallowed_special, dropout, seed)
+
+    def _encode(self, text: str, pair: str | None, add_special_tokens: bool,
+                truncation: Truncation | None, padding: Padding | None,
+                allowed_special: Special | None = None, disallowed_special: Special | None = None,
+                dropout: float | None = None, seed: int | None = None) -> Encoding:
         added = self._added_for(allowed_special, disallowed_special, text if pair is None
                                 else text + "\0" + pair)
         drop = self._dropout(dropout, seed)
         a = self._encode_text(text, added, drop)
         b = self._encode_text(pair, added, drop and (drop[0], _mix_seed(drop[1], 1 << 32))) \
             if pair is not None else None
-        return self._post(a, b, add_special_tokens, truncation or self.truncation)
+        return self._post(a, b, add_special_tokens, truncation, padding)
 
     def _dropout(self, dropout: float | None, seed: int | None) -> tuple[float, int] | None:
         """(probability, seed) when this call uses BPE-dropout, else None."""
@@ -323,7 +318,8 @@ class Tokenizer:
         post-processing (tiktoken's ``encode_ordinary``)."""
         native = self.native_plan()
         if native is None or any(not t.special for t in self._added.tokens):
-            return self.encode(text, add_special_tokens=False, disallowed_special=()).ids
+            # Neither cut nor padded, as on the core's path.
+            return self._encode(text, None, False, None, None, disallowed_special=()).ids
         try:
             return _core.encode_ids(native[0], native[1], text)
         except (TypeError, UnicodeError):
@@ -362,17 +358,18 @@ class Tokenizer:
         so its tokens do not depend on the batch it is in."""
         out = []
         drop = self._dropout(dropout, seed)
+        truncation = truncation or self.truncation
         for i, item in enumerate(inputs):
             text, pair = (item, None) if isinstance(item, str) else item
-            out.append(self.encode(text, pair, add_special_tokens=add_special_tokens,
-                                   truncation=truncation,
-                                   dropout=drop[0] if drop else None,
-                                   seed=_mix_seed(drop[1], i) if drop else None))
+            # Padded once, as a batch: each on its own first would pad to this tokenizer's
+            # setting even where ``padding`` overrides it.
+            out.append(self._encode(text, pair, add_special_tokens, truncation, None,
+                                    dropout=drop[0] if drop else None,
+                                    seed=_mix_seed(drop[1], i) if drop else None))
         padding = padding or self.padding
         if padding is not None and out:
-            n = padding.target(max(len(e) for e in out))
-            out = [e.padded(n, pad_id=padding.pad_id, pad_token=padding.pad_token,
-                            pad_type_id=padding.pad_type_id, side=padding.side) for e in out]
+            longest = max(len(e) for e in out)
+            out = [padding.pad(e, longest) for e in out]
         return out
 
     def encode_batch_np(self, texts: Sequence[str], *, padded: bool = False, pad_id: int = 0,
@@ -546,6 +543,19 @@ class Tokenizer:
 # Texts handed to the core per call: large enough to keep its threads busy, small enough that
 # a stream is never held in memory.
 _COUNT_BATCH = 8192
+
+
+def _lay_out(processor: Any, add_special_tokens: bool, a: Encoding,
+             b: Encoding | None) -> Encoding:
+    """``a`` (and ``b``) as the post-processor lays them out; without one, one after the
+    other, the second with type id 1."""
+    if processor is not None:
+        return processor.process(a, b, add_special_tokens)
+    if b is None:
+        return a
+    out = Encoding.concat([a, b])
+    out.type_ids = [0] * len(a) + [1] * len(b)
+    return out
 
 
 def _mix_seed(seed: int, k: int) -> int:
