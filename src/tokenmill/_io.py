@@ -84,6 +84,15 @@ def read_lines(path: str | os.PathLike[str], errors: Errors = "strict") -> Itera
             yield line.rstrip("\r\n")
 
 
+def is_utf8_text(text: str) -> bool:
+    """Whether ``text`` can be UTF-8 encoded (it holds no lone surrogate)."""
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
+
+
 def check_text(text: str, what: str = "text") -> None:
     """Raise a clear error if ``text`` cannot be UTF-8 encoded (it holds a lone surrogate)."""
     if not isinstance(text, str):

@@ -45,6 +45,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from tokenmill._io import is_utf8_text
 from tokenmill.errors import FormatError, InputError
 
 MAGIC = b"TMCOUNTS"
@@ -290,20 +291,12 @@ def _encode(keys: list[str], path: Path) -> list[bytes]:
     try:
         return [k.encode("utf-8") for k in keys]
     except UnicodeEncodeError:
-        bad = next(k for k in keys if not _encodable(k))
+        bad = next(k for k in keys if not is_utf8_text(k))
         raise InputError(f"{path}: the piece {bad!r} is not valid Unicode (a lone "
                          "surrogate)") from None
     except AttributeError:
         bad = next(k for k in keys if not isinstance(k, str))
         raise InputError(f"{path}: pieces must be strings, got {type(bad).__name__}") from None
-
-
-def _encodable(text: str) -> bool:
-    try:
-        text.encode("utf-8")
-    except UnicodeEncodeError:
-        return False
-    return True
 
 
 def _little(values: array) -> bytes:  # type: ignore[type-arg]

@@ -21,7 +21,7 @@ import tokenmill.models  # noqa: F401
 import tokenmill.normalizers  # noqa: F401
 import tokenmill.pre_tokenizers  # noqa: F401
 import tokenmill.processors  # noqa: F401
-from tokenmill._io import read_file
+from tokenmill._io import is_utf8_text, read_file
 from tokenmill._registry import build, field
 from tokenmill.added_tokens import AddedToken
 from tokenmill.encoding import STRATEGIES, Padding, Truncation
@@ -196,17 +196,9 @@ def _joined_valid(joined: Callable[[], str]) -> bool:
     """Whether the string ``joined()`` makes is valid Unicode; False if it cannot be made
     (a value that is not a string: the walk looks at each)."""
     try:
-        return _valid(joined())
+        return is_utf8_text(joined())
     except (TypeError, ValueError):
         return False
-
-
-def _valid(text: str) -> bool:
-    try:
-        text.encode("utf-8")
-    except UnicodeEncodeError:
-        return False
-    return True
 
 
 def _lone(where: str, text: str, what: str = "") -> FormatError:
@@ -217,7 +209,7 @@ def _lone(where: str, text: str, what: str = "") -> FormatError:
 
 def _walk_keys(mapping: dict[str, Any], where: str) -> None:
     for key in mapping:
-        if isinstance(key, str) and not _valid(key):
+        if isinstance(key, str) and not is_utf8_text(key):
             raise _lone(where, key, "key ")
 
 
@@ -225,7 +217,7 @@ def _walk(value: Any, where: str) -> None:
     """Raise :func:`_lone` for the first string in ``value`` (keys included) that is not
     valid Unicode."""
     if isinstance(value, str):
-        if not _valid(value):
+        if not is_utf8_text(value):
             raise _lone(where, value)
     elif isinstance(value, dict):
         _walk_keys(value, where)
