@@ -465,12 +465,8 @@ namespace {
 
 // The cache, allocated on first use, never freed (threads may use it until the process ends).
 // On Linux it is fresh zeroed pages from mmap, asked to be 2 MiB ones: every lookup lands on a
-// random line of the table, and with 4 KiB pages most also missed the TLB.
-// Its pages are written once here, on the first use. Left to the encoding, the first writes of
-// a text's pieces took them: the kernel zeroing a 2 MiB page in each of four faults (after the
-// lookups before them had mapped its shared zero page), 8 of 65 ms of a first pass over 4 MB
-// of English on this VM. A process that encodes a few pieces wrote into most of the four
-// anyway: a piece lands on a random line of the 8 MiB.
+// random line of the table, and with 4 KiB pages most also missed the TLB. Pages are taken as
+// they are first written, so a process that encodes little does not hold the whole table.
 PieceCacheSet* shared_piece_cache() {
   static PieceCacheSet* const cache = [] {
     constexpr std::size_t kSets = std::size_t{1} << kPieceCacheBits;
@@ -488,13 +484,8 @@ PieceCacheSet* shared_piece_cache() {
       madvise(table, kBytes, MADV_HUGEPAGE);  // a hint: the kernel may keep small pages
 #endif
       // Zeroed pages are empty entries (tag 0). Default-initialised, so nothing is written
-      // (C++17's std::atomic has a trivial default constructor); then a zero is written in
-      // each 4 KiB page, so the pages are the process's before any lookup (no thread sees the
-      // table before this returns).
-      auto* sets = new (table) PieceCacheSet[kSets];
-      volatile unsigned char* bytes = static_cast<unsigned char*>(table);
-      for (std::size_t page = 0; page < kBytes; page += 4096) bytes[page] = 0;
-      return sets;
+      // (C++17's std::atomic has a trivial default constructor).
+      return new (table) PieceCacheSet[kSets];
     }
 #endif
     void* memory = ::operator new[](kBytes, std::align_val_t{alignof(PieceCacheSet)});
