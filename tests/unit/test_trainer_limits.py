@@ -149,3 +149,12 @@ def test_unigram_takes_counts_up_to_the_limit():
     assert list(limit.model.vocab) == list(big.model.vocab) == \
         ["<unk>", "▁ab", "▁", "ab", "ba", "a", "b"]
     assert limit.model.encode_word("▁abab") == ["▁ab", "ab"]
+
+
+@pytest.mark.parametrize("trainer", [BPETrainer, WordPieceTrainer, UnigramTrainer])
+def test_an_option_item_that_is_not_a_string_is_named(trainer):
+    with pytest.raises(InputError, match=r"^special_tokens\[1\]: expected a string, got int$"):
+        trainer(special_tokens=("<s>", 1))
+    # A list is taken as the tuple it stands for (as tokenizers' trainers take lists).
+    with pytest.raises(InputError, match=r"^initial_alphabet\[0\]: "):
+        trainer(initial_alphabet=["\ud800"])

@@ -152,10 +152,10 @@ def check_string_options(options: Any) -> None:
         value = getattr(options, f.name)
         if isinstance(value, str):
             check_text(value, f"{f.name}: {value!r}")
-        elif isinstance(value, tuple):
+        elif isinstance(value, (tuple, list)):  # the options' tuples all hold strings
             for i, item in enumerate(value):
-                if isinstance(item, str):
-                    check_text(item, f"{f.name}[{i}]: {item!r}")
+                check_text(item, f"{f.name}[{i}]" + (f": {item!r}" if isinstance(item, str)
+                                                     else ""))
 
 
 def _train_core(words: list[str], freqs: list[int], *args: Any) -> Any:
