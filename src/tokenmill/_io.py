@@ -84,24 +84,28 @@ def read_lines(path: str | os.PathLike[str], errors: Errors = "strict") -> Itera
             yield line.rstrip("\r\n")
 
 
-def is_utf8_text(text: str) -> bool:
-    """Whether ``text`` can be UTF-8 encoded (it holds no lone surrogate)."""
+def lone_surrogate(text: str, what: str = "text") -> str | None:
+    """The one-line error for a ``text`` that cannot be UTF-8 encoded (it holds a lone
+    surrogate), naming it ``what``; None for valid text."""
     try:
         text.encode("utf-8")
-    except UnicodeEncodeError:
-        return False
-    return True
+    except UnicodeEncodeError as e:
+        return (f"{what} holds a lone surrogate U+{ord(text[e.start]):04X} at character "
+                f"{e.start}; it is not valid Unicode text")
+    return None
+
+
+def is_utf8_text(text: str) -> bool:
+    """Whether ``text`` can be UTF-8 encoded (it holds no lone surrogate)."""
+    return lone_surrogate(text) is None
 
 
 def check_text(text: str, what: str = "text") -> None:
     """Raise a clear error if ``text`` cannot be UTF-8 encoded (it holds a lone surrogate)."""
     if not isinstance(text, str):
         raise InputError(f"{what}: expected a string, got {type(text).__name__}")
-    try:
-        text.encode("utf-8")
-    except UnicodeEncodeError as e:
-        raise InputError(f"{what} holds a lone surrogate U+{ord(text[e.start]):04X} at "
-                         f"character {e.start}; it is not valid Unicode text") from None
+    if (message := lone_surrogate(text, what)) is not None:
+        raise InputError(message)
 
 
 def check_texts(texts: Sequence[str]) -> None:

@@ -58,11 +58,7 @@ def _parser() -> argparse.ArgumentParser:
     c.add_argument("-o", "--output", required=True, help="the token file to write (e.g. out.bin)")
     c.add_argument("--separator", metavar="TOKEN",
                    help="a token (e.g. '<|endoftext|>') to put after every document")
-    c.add_argument("--text-field", default="text", help="the field of a .jsonl line to read")
-    c.add_argument("--column", default="text", help="the column of a .parquet file to read")
-    c.add_argument("--whole-file", action="store_true", help="a .txt file is one document")
-    c.add_argument("--errors", choices=["strict", "replace"], default="strict",
-                   help="on bytes that are not UTF-8: stop with an error, or use U+FFFD")
+    cli_train.read_flags(c)
     c.add_argument("--shards", action="store_true",
                    help="write OUTPUT as a directory: a token file per shard (an input file, or "
                    "--shard-mb of a big text file) and manifest.json; a rerun keeps the shards "
@@ -80,10 +76,10 @@ def _parser() -> argparse.ArgumentParser:
 
 def _width(cell: str) -> int:
     """Columns a cell takes on a terminal: two for a wide (CJK) character, none for a
-    combining mark."""
+    mark that joins the one before (combining accents, Thai vowels, variation selectors)."""
     import unicodedata
 
-    return sum(0 if unicodedata.combining(c) else
+    return sum(0 if unicodedata.category(c) in ("Mn", "Me") else
                2 if unicodedata.east_asian_width(c) in "WF" else 1 for c in cell)
 
 

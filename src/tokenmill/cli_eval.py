@@ -58,11 +58,11 @@ def default_name(path: str) -> str:
     """A tokenizer's name in the output: its folder's for a folder or a file of a generic name
     (``mistral-7b-v0.1/tokenizer.model`` -> ``mistral-7b-v0.1``), else the file name up to its
     first dot."""
-    p = Path(path)
+    p = Path(path).absolute()  # not resolve(): a model folder's file may link into a cache
     if p.is_dir():
-        return p.resolve().name or path
-    if p.name in GENERIC_NAMES and p.resolve().parent.name:
-        return p.resolve().parent.name
+        return p.name or path
+    if p.name in GENERIC_NAMES and p.parent.name:
+        return p.parent.name
     return p.name.split(".")[0] or path
 
 
@@ -253,14 +253,9 @@ def _eval_options(p: argparse.ArgumentParser) -> None:
                    help="write a self-contained HTML report with plots (needs matplotlib)")
     p.add_argument("--max-documents", type=int, metavar="N",
                    help="read at most the first N documents of each corpus")
-    p.add_argument("--errors", choices=["strict", "replace"], default="strict",
-                   help="on bytes that are not UTF-8: stop with an error, or use U+FFFD")
-    p.add_argument("--text-field", default="text",
-                   help="the field of a .jsonl line that holds the document (default: text)")
-    p.add_argument("--column", default="text",
-                   help="the column of a .parquet file that holds the documents (default: text)")
-    p.add_argument("--whole-file", action="store_true",
-                   help="a .txt file is one document, not one a line (books, source files)")
+    from tokenmill.cli_train import read_flags
+
+    read_flags(p)
 
 
 def add_parsers(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]

@@ -20,7 +20,7 @@ from typing import Any
 
 from tokenmill import bert, decoders, pre_tokenizers
 from tokenmill._io import read_lines
-from tokenmill.corpus import ReadStats, expand_inputs, iter_documents
+from tokenmill.corpus import ReadOptions, ReadStats, expand_inputs, iter_documents
 from tokenmill.errors import InputError
 from tokenmill.formats import counts as count_files
 from tokenmill.models.bpe import BPE
@@ -103,6 +103,23 @@ def _trainer(args: argparse.Namespace, **options: Any) -> Any:
     return TRAINERS[args.model](**given, **options)
 
 
+def read_flags(p: argparse.ArgumentParser) -> None:
+    """--text-field, --column, --whole-file and --errors: how documents are taken out of the
+    inputs (train, count, encode-corpus, eval and sweep share them), defaults from
+    :class:`~tokenmill.corpus.ReadOptions`."""
+    plain = ReadOptions()
+    p.add_argument("--text-field", default=plain.text_field,
+                   help=f"the field of a .jsonl line that holds the document (default: "
+                        f"{plain.text_field})")
+    p.add_argument("--column", default=plain.column,
+                   help=f"the column of a .parquet file that holds the documents (default: "
+                        f"{plain.column})")
+    p.add_argument("--whole-file", action="store_true",
+                   help="a .txt file is one document (default: one document per line)")
+    p.add_argument("--errors", choices=["strict", "replace"], default=plain.errors,
+                   help="on bytes that are not UTF-8: stop with an error, or use U+FFFD")
+
+
 def engine_flags(p: argparse.ArgumentParser, engine_help: str) -> None:
     """--engine, --scheduler and --timeout (train, count and encode-corpus share them)."""
     p.add_argument("--engine", choices=["local", "dask"], default="local", help=engine_help)
@@ -127,12 +144,7 @@ def _input_flags(p: argparse.ArgumentParser, *, sample: bool) -> None:
     level.add_argument("--char-level", action="store_true",
                        help="character-level BPE, words split on whitespace and punctuation "
                             "(the default)")
-    p.add_argument("--text-field", default="text", help="the field of a .jsonl line to read")
-    p.add_argument("--column", default="text", help="the column of a .parquet file to read")
-    p.add_argument("--whole-file", action="store_true",
-                   help="a .txt file is one document (default: one document per line)")
-    p.add_argument("--errors", choices=["strict", "replace"], default="strict",
-                   help="on bytes that are not UTF-8: stop with an error, or use U+FFFD")
+    read_flags(p)
     p.add_argument("--max-distinct", type=int, metavar="N",
                    help="keep the N most frequent pre-tokens (the rarest are dropped after "
                         "counting; how many is reported)")
@@ -162,7 +174,7 @@ def _check_flags(args: argparse.Namespace) -> None:
             # special token, and the bundled sample the corpus.
             raise InputError(f"--special-tokens took {token!r}, which is a file: put the "
                              "inputs before --special-tokens (or last, after --)")
-    if args.byte_level:
+    if args.byte_level and args.model == "bpe":  # (other models refuse --byte-level itself)
         for flag in ("end_of_word_suffix", "end_of_word_marker", "continuing_subword_prefix"):
             if getattr(args, flag, None):
                 raise InputError(f"--{flag.replace('_', '-')} is for --char-level: a byte-level "

@@ -367,7 +367,13 @@ def check_config(tok: Tokenizer, config_path: str | os.PathLike[str], *,
     size = tok.get_vocab_size()
     rows = [("field", "config.json", "tokenizer", "status")]
     bad = unchecked = 0
+    # Ids a model's config may rightly name: the special tokens, and the unknown token (Llama
+    # and Mistral pad with <unk>, which a SentencePiece model keeps as a piece, not an added one)
     specials = {t.id for t in tok.added_tokens if t.special}
+    unk = getattr(tok.model, "unk_token", None)
+    specials |= {i for i in [tok.token_to_id(unk) if unk else None] if i is not None}
+    if tok.padding is not None:
+        specials.add(tok.padding.pad_id)
     vocab = config.get("vocab_size")
     if vocab is None:
         rows.append(("vocab_size", "(unset)", f"{size}", "-"))

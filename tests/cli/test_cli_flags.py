@@ -90,3 +90,16 @@ def test_encode_table_aligns_wide_characters(tmp_path, capsys):
     starts = {_width(row[:re.search(r"\d+:\d+", row).start()]) for row in rows}
     assert len(starts) == 1, rows
     assert _width("中a") == 3 and _width("e\u0301") == 1
+
+
+def test_wordpiece_keeps_its_prefix_and_refuses_byte_level(corpus, tmp_path, capsys):
+    assert main(["train", str(corpus), "--model", "wordpiece", "--byte-level",
+                 "--continuing-subword-prefix", "##", "--vocab-size", "60", "--quiet",
+                 "-o", str(tmp_path / "w.json")]) == 2
+    _one_line_error(capsys, "--byte-level is for --model bpe")
+
+
+def test_marks_that_join_the_character_before_take_no_column():
+    from tokenmill.cli import _width
+
+    assert _width("กิ") == 1 and _width("❤\ufe0f") == 1 and _width("e\u0301") == 1

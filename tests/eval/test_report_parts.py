@@ -151,3 +151,24 @@ def test_golden_messages_name_what_they_mean(trained_file, tmp_path, capsys):
                  str(tmp_path / "g.jsonl")]) == 1
     first = capsys.readouterr().err.splitlines()[0]
     assert f"this tokenizer ({tmp_path / 'changed.json'}) is " in first
+
+
+def test_check_config_takes_the_unknown_token_as_a_pad(shared_data, tmp_path):
+    # Llama and Mistral pad with <unk> (id 0), a piece of the SentencePiece model, not an
+    # added token: not a mismatch.
+    from tokenmill import load
+
+    tok = load(shared_data / "tokenizers" / "mistral-7b-v0.1" / "tokenizer.model")
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps({"vocab_size": 32000, "bos_token_id": 1, "eos_token_id": 2,
+                                "pad_token_id": 0}), encoding="utf-8")
+    ok, lines = check_config(tok, path)
+    assert ok, lines
+
+
+def test_a_linked_file_is_named_after_the_folder_it_is_in(tmp_path):
+    (tmp_path / "blobs").mkdir()
+    (tmp_path / "blobs" / "0123abcd").write_text("{}", encoding="utf-8")
+    (tmp_path / "my-model").mkdir()
+    (tmp_path / "my-model" / "tokenizer.json").symlink_to(tmp_path / "blobs" / "0123abcd")
+    assert default_name(str(tmp_path / "my-model" / "tokenizer.json")) == "my-model"

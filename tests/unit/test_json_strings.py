@@ -40,22 +40,25 @@ def saved(tmp_path, change) -> Any:
 
 @pytest.mark.parametrize("change, message", [
     (lambda d: d["model"]["vocab"].update({"\ud800": 3}),
-     r"model\.vocab: key '\\ud800' holds a lone surrogate U\+D800, not valid Unicode"),
+     r"model\.vocab: key '\\ud800' holds a lone surrogate U\+D800 at "
+     r"character \d+; it is not valid Unicode text"),
     (lambda d: d["model"]["merges"].append("a \udbff"),
-     r"model\.merges\[1\]: 'a \\udbff' holds a lone surrogate U\+DBFF, not valid Unicode"),
+     r"model\.merges\[1\]: 'a \\udbff' holds a lone surrogate U\+DBFF at "
+     r"character \d+; it is not valid Unicode text"),
     (lambda d: d["model"]["merges"].append(["\udc00", "b"]),
-     r"model\.merges\[1\]\[0\]: '\\udc00' holds a lone surrogate U\+DC00, not valid Unicode"),
+     r"model\.merges\[1\]\[0\]: '\\udc00' holds a lone surrogate U\+DC00 at "
+     r"character \d+; it is not valid Unicode text"),
     (lambda d: d["added_tokens"].append({"id": 3, "content": "<\ude00>", "special": True}),
-     r"added_tokens\[0\]\.content: '<\\ude00>' holds a lone surrogate U\+DE00, not valid "
-     r"Unicode"),
+     r"added_tokens\[0\]\.content: '<\\ude00>' holds a lone surrogate U\+DE00 at "
+     r"character \d+; it is not valid Unicode text"),
     (lambda d: d.update(normalizer={"type": "Replace", "pattern": {"String": "\ud83d"},
                                     "content": "x"}),
-     r"normalizer\.pattern\.String: '\\ud83d' holds a lone surrogate U\+D83D, not valid "
-     r"Unicode"),
+     r"normalizer\.pattern\.String: '\\ud83d' holds a lone surrogate U\+D83D at "
+     r"character \d+; it is not valid Unicode text"),
     (lambda d: d["model"].update(type="Unigram", vocab=[["a", -1.0], ["\udfff", -2.0]],
                                  merges=None),
-     r"model\.vocab\[1\]\[0\]: '\\udfff' holds a lone surrogate U\+DFFF, not valid "
-     r"Unicode"),
+     r"model\.vocab\[1\]\[0\]: '\\udfff' holds a lone surrogate U\+DFFF at "
+     r"character \d+; it is not valid Unicode text"),
 ])
 def test_a_file_with_a_lone_surrogate_names_the_file_and_field(tmp_path, change, message):
     path = saved(tmp_path, change)

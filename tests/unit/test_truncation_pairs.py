@@ -166,8 +166,8 @@ def test_strategy_is_saved_and_loaded(tmp_path):
 
 @pytest.mark.parametrize("part, value, message", [
     ("truncation", {"max_length": 8, "strategy": "only_second"},
-     r"tok\.json: truncation\.strategy: expected \"LongestFirst\", \"OnlyFirst\" or "
-     r"\"OnlySecond\", got 'only_second'$"),
+     r"tok\.json: truncation\.strategy: expected one of LongestFirst, OnlyFirst, OnlySecond, "
+     r"got 'only_second'$"),
     ("truncation", {"max_length": 0}, r"tok\.json: truncation\.max_length: expected an integer "
                                       r">= 1, got 0$"),
     ("truncation", {"max_length": 4, "direction": "left"},

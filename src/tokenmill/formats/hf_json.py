@@ -21,7 +21,7 @@ import tokenmill.models  # noqa: F401
 import tokenmill.normalizers  # noqa: F401
 import tokenmill.pre_tokenizers  # noqa: F401
 import tokenmill.processors  # noqa: F401
-from tokenmill._io import is_utf8_text, read_file
+from tokenmill._io import is_utf8_text, lone_surrogate, read_file
 from tokenmill._registry import build, field
 from tokenmill.added_tokens import AddedToken
 from tokenmill.encoding import STRATEGIES, Padding, Truncation
@@ -123,8 +123,8 @@ def _truncation(data: Any, where: str) -> Truncation | None:
         raise FormatError(f"{where}.direction: expected \"Right\" or \"Left\", got {side!r}")
     strategy = field(data, "strategy", str, where, "LongestFirst")
     if strategy not in STRATEGIES:
-        raise FormatError(f"{where}.strategy: expected \"LongestFirst\", \"OnlyFirst\" or "
-                          f"\"OnlySecond\", got {strategy!r}")
+        raise FormatError(f"{where}.strategy: expected one of {', '.join(STRATEGIES)}, got "
+                          f"{strategy!r}")
     return Truncation(max_length=_count(data, "max_length", where, 1),
                       stride=_count(data, "stride", where, 0, 0),
                       side=_SIDES[side],  # type: ignore[arg-type]
@@ -202,9 +202,8 @@ def _joined_valid(joined: Callable[[], str]) -> bool:
 
 
 def _lone(where: str, text: str, what: str = "") -> FormatError:
-    bad = next(c for c in text if "\ud800" <= c <= "\udfff")
-    return FormatError(f"{where}: {what}{text!r} holds a lone surrogate U+{ord(bad):04X}, not "
-                       "valid Unicode")
+    return FormatError(lone_surrogate(text, f"{where}: {what}{text!r}") or
+                       f"{where}: {what}{text!r} is not valid Unicode")
 
 
 def _walk_keys(mapping: dict[str, Any], where: str) -> None:
