@@ -181,6 +181,10 @@ class TokenizerInfo:
     merge_counts: list[int] | None = field(default=None, repr=False)
     merge_counts_from: str = ""
     model: str = ""  # the model's type: BPE, WordPiece, Unigram
+    # Whether it has an unknown token, and byte-fallback tokens: where not, its rates of them
+    # are 0 by construction, which the tables show as "–" rather than as a measured 0.00%.
+    has_unk: bool = True
+    has_byte_fallback: bool = True
 
 
 @dataclass
@@ -357,7 +361,8 @@ def evaluate(tokenizers: Mapping[str, Tokenizer], corpora: Sequence[Corpus], *,
                 usage[i] = n
         info = TokenizerInfo(tok_name, (sources or {}).get(tok_name, tok_name), "", rows,
                              *_vocab_use(total, rows, rare), usage=usage,
-                             model=type(tok.model).__name__)
+                             model=type(tok.model).__name__, has_unk=bool(unk),
+                             has_byte_fallback=bool(fallback))
         if details:
             info.fingerprint = tok.fingerprint()
             info.token_bytes = token_bytes(tok)

@@ -14,10 +14,11 @@ import json
 import sys
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from functools import partial
 from typing import Any, TextIO
 
 from tokenmill.errors import TokenmillError
-from tokenmill.evaluate import Evaluation, percentile
+from tokenmill.evaluate import Evaluation, TokenizerInfo, percentile
 
 
 @dataclass(frozen=True)
@@ -52,6 +53,11 @@ def length_rows(ev: Evaluation) -> tuple[list[str], list[list[str]]]:
     return head, rows
 
 
+def _rates(t: TokenizerInfo, unk: float, fallback: float) -> list[str]:
+    """The unknown and byte-fallback rates of ``t``'s row, "–" where it has no such token."""
+    return [_pct(unk) if t.has_unk else "–", _pct(fallback) if t.has_byte_fallback else "–"]
+
+
 def coverage_rows(ev: Evaluation) -> tuple[list[str], list[list[str]]]:
     """The "unknowns and vocabulary use" table, with an "all corpora" row per tokenizer."""
     head = ["tokenizer", "corpus", "tokens", "unk", "fallback", "unused",
@@ -59,13 +65,14 @@ def coverage_rows(ev: Evaluation) -> tuple[list[str], list[list[str]]]:
     rows = []
     for t in ev.tokenizers:
         mine = [r for r in ev.results if r.tokenizer == t.name]
-        rows += [[r.tokenizer, r.corpus, f"{r.tokens:,}", _pct(r.unk_rate),
-                  _pct(r.byte_fallback_rate), _pct(r.vocab_unused), _pct(r.vocab_rare)]
-                 for r in mine]
+        rates = partial(_rates, t)
+        rows += [[r.tokenizer, r.corpus, f"{r.tokens:,}", *rates(r.unk_rate,
+                                                                 r.byte_fallback_rate),
+                  _pct(r.vocab_unused), _pct(r.vocab_rare)] for r in mine]
         tokens = sum(r.tokens for r in mine)
         unk = sum(r.unk_rate * r.tokens for r in mine) / tokens if tokens else 0.0
         fallback = sum(r.byte_fallback_rate * r.tokens for r in mine) / tokens if tokens else 0.0
-        rows.append([t.name, "all corpora", f"{tokens:,}", _pct(unk), _pct(fallback),
+        rows.append([t.name, "all corpora", f"{tokens:,}", *rates(unk, fallback),
                      _pct(t.vocab_unused), _pct(t.vocab_rare)])
     return head, rows
 
@@ -473,7 +480,7 @@ and percentiles over documents. Percentiles interpolate linearly between the clo
 <li><b>B/tok</b>: all bytes of the corpus over all its tokens.</li>
 <li><b>&gt;{s['context']}</b>: share of documents of more than {s['context']} tokens.</li>
 <li><b>unk</b>, <b>fallback</b>: share of tokens that are the unknown token or a
-<code>&lt;0xNN&gt;</code> byte token.</li>
+<code>&lt;0xNN&gt;</code> byte token; – where the tokenizer has none.</li>
 <li><b>unused</b>, <b>used &lt;{s['rare']}x</b>: share of vocabulary rows (added tokens
 included) never used, or used fewer than {s['rare']} times (never included).</li>
 <li><b>parity</b>: tokens of a corpus over tokens of the reference corpus

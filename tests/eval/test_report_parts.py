@@ -172,3 +172,18 @@ def test_a_linked_file_is_named_after_the_folder_it_is_in(tmp_path):
     (tmp_path / "my-model").mkdir()
     (tmp_path / "my-model" / "tokenizer.json").symlink_to(tmp_path / "blobs" / "0123abcd")
     assert default_name(str(tmp_path / "my-model" / "tokenizer.json")) == "my-model"
+
+
+def test_rates_a_tokenizer_cannot_have_are_shown_as_a_dash(ev, shared_data, corpora):
+    # The byte-level BPE has neither an unknown token nor byte fallback: "–", not "0.00%".
+    head, rows = report.coverage_rows(ev)
+    assert head[3:5] == ["unk", "fallback"]
+    assert all(r[3:5] == ["–", "–"] for r in rows)
+    from tokenmill import load
+
+    mistral = load(shared_data / "tokenizers" / "mistral-7b-v0.1" / "tokenizer.model")
+    both = evaluate({"mistral": mistral}, [read_corpus(f"en={corpora['en']}")])
+    info = both.tokenizers[0]
+    assert info.has_unk and info.has_byte_fallback
+    _, rows = report.coverage_rows(both)
+    assert rows[0][3].endswith("%") and rows[0][4].endswith("%")
