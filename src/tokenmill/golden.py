@@ -19,6 +19,7 @@ from typing import Any
 
 from tokenmill._io import atomic_write_text, read_lines
 from tokenmill.errors import FormatError, InputError, TokenmillError
+from tokenmill.evaluate import special_ids
 from tokenmill.tokenizer import Tokenizer
 
 FORMAT_VERSION = 1
@@ -369,9 +370,7 @@ def check_config(tok: Tokenizer, config_path: str | os.PathLike[str], *,
     bad = unchecked = 0
     # Ids a model's config may rightly name: the special tokens, and the unknown token (Llama
     # and Mistral pad with <unk>, which a SentencePiece model keeps as a piece, not an added one)
-    specials = {t.id for t in tok.added_tokens if t.special}
-    unk = getattr(tok.model, "unk_token", None)
-    specials |= {i for i in [tok.token_to_id(unk) if unk else None] if i is not None}
+    specials = {t.id for t in tok.added_tokens if t.special} | special_ids(tok)[0]
     if tok.padding is not None:
         specials.add(tok.padding.pad_id)
     vocab = config.get("vocab_size")

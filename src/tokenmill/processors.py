@@ -74,8 +74,17 @@ class TemplateProcessing:
         items = self.pair if is_pair else self.single
         return sum(len(self.special_tokens[name]) for kind, name, _ in items if kind == "special")
 
-    def process(self, a: Encoding, b: Encoding | None = None,
-                add_special_tokens: bool = True) -> Encoding:
+    @property
+    def first_input(self) -> str:
+        """"A" or "B": the input the pair template names first (the order in which tokenizers
+        pairs the overflowing windows of the two)."""
+        return next((name for kind, name, _ in self.pair if kind == "sequence"), "A")
+
+    def process(self, a: Encoding, b: Encoding | None = None, add_special_tokens: bool = True,
+                *, overflow: tuple[bool, bool] = (False, False)) -> Encoding:
+        """The template's layout of ``a`` (and ``b``). ``overflow`` says which input is an
+        overflowing window rather than the first: as in tokenizers, such a window keeps the
+        type id it was encoded with (0 for $A, 1 for $B) instead of the template's."""
         parts: list[Encoding] = []
         for kind, name, tid in self.pair if b is not None else self.single:
             # Without special tokens the inputs still take the template's type ids, as in
@@ -83,6 +92,9 @@ class TemplateProcessing:
             if kind == "sequence":
                 seq = a if name == "A" else b
                 assert seq is not None  # the single template never names $B (checked above)
+                second = name == "B"
+                if overflow[second]:
+                    tid = int(second)
                 parts.append(Encoding(seq.ids, seq.tokens, seq.offsets, [tid] * len(seq),
                                       seq.attention_mask, seq.special_tokens_mask))
             elif add_special_tokens:
@@ -161,11 +173,15 @@ class ByteLevel(ByteLevelFields):
     trim_offsets: bool = True
     use_regex: bool = True
 
+    first_input = "A"
+
     def added_tokens(self, is_pair: bool) -> int:
         return 0
 
-    def process(self, a: Encoding, b: Encoding | None = None,
-                add_special_tokens: bool = True) -> Encoding:
+    def process(self, a: Encoding, b: Encoding | None = None, add_special_tokens: bool = True,
+                *, overflow: tuple[bool, bool] = (False, False)) -> Encoding:
+        """The inputs one after the other, the second with type id 1 (overflowing windows
+        or not: ``overflow`` is taken for the other processors' sake)."""
         if b is None and not self.trim_offsets:
             return a  # nothing to change (GPT-2's case): the encoding may stay lazy
         parts = [a] if b is None else [a, b]

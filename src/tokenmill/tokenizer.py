@@ -262,8 +262,8 @@ class Tokenizer:
             added = processor.added_tokens(b is not None) \
                 if processor is not None and add_special_tokens else 0
             a, b = truncate(a, b, truncation, added)
-        out = combine(a, b, partial(_lay_out, processor, add_special_tokens), processor,
-                      add_special_tokens)
+        out = combine(a, b, partial(_lay_out, processor, add_special_tokens),
+                      processor is None or processor.first_input == "A")
         if padding is not None:
             out = padding.pad(out, len(out))
         return out
@@ -545,12 +545,12 @@ class Tokenizer:
 _COUNT_BATCH = 8192
 
 
-def _lay_out(processor: Any, add_special_tokens: bool, a: Encoding,
-             b: Encoding | None) -> Encoding:
+def _lay_out(processor: Any, add_special_tokens: bool, a: Encoding, b: Encoding | None,
+             overflow: tuple[bool, bool]) -> Encoding:
     """``a`` (and ``b``) as the post-processor lays them out; without one, one after the
     other, the second with type id 1."""
     if processor is not None:
-        return processor.process(a, b, add_special_tokens)
+        return processor.process(a, b, add_special_tokens, overflow=overflow)
     if b is None:
         return a
     out = Encoding.concat([a, b])

@@ -4,13 +4,14 @@ exactly as Hugging Face ``tokenizers`` lays them out."""
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any, cast
+from typing import cast
 
 from tokenmill.encoding import Encoding, Truncation
 from tokenmill.errors import InputError
 
-# What lays out the inputs (a post-processor's process, or a plain concatenation).
-Process = Callable[[Encoding, Encoding | None], Encoding]
+# What lays out the inputs (a post-processor's process, or a plain concatenation), told which
+# of them is an overflowing window.
+Process = Callable[[Encoding, Encoding | None, tuple[bool, bool]], Encoding]
 
 
 def truncate(a: Encoding, b: Encoding | None, truncation: Truncation,
@@ -67,75 +68,42 @@ def truncate(a: Encoding, b: Encoding | None, truncation: Truncation,
     return (kept, b) if first else (a, kept)
 
 
-def combine(a: Encoding, b: Encoding | None, process: Process, processor: Any,
-            add_special_tokens: bool) -> Encoding:
-    """``process(a, b)`` with every window combination in ``overflowing``, as tokenizers
-    nests them.
+def combine(a: Encoding, b: Encoding | None, process: Process, a_first: bool = True) -> Encoding:
+    """``process(a, b, (False, False))`` with every window combination in ``overflowing``, as
+    tokenizers nests them; ``process``'s third argument says which of its inputs is a later
+    window (which keeps its encoded type ids), ``a_first`` whether the pair template names
+    ``a``'s input first.
 
     tokenizers merges the template's parts left to right, and each merge pairs every window
     of one side with every window of the other. With X the input the template names first
     and Y the other, windows X0..Xn and Y0..Ym, the result is (X0, Y0) and overflows: for each
     i >= 1, (Xi, Y0) holding (Xi, Y1..Ym), then (Xi, Y1..Ym) themselves; then for each
-    j >= 1, (X0, Yj) holding (X1..Xn, Yj). subtle: only the first windows take the template's
-    type ids; the others keep the ones the inputs were encoded with (0 for the first input,
-    1 for the second).
+    j >= 1, (X0, Yj) holding (X1..Xn, Yj).
     """
     wa = [a, *a.overflowing]
     if b is None:
-        out = process(a, None)
-        out.overflowing = [_process(process, processor, add_special_tokens, w, None, i, 0)
-                           for i, w in enumerate(wa[1:], 1)]
+        out = process(a, None, (False, False))
+        out.overflowing = [process(w, None, (True, False)) for w in wa[1:]]
         return out
     wb = [b, *b.overflowing]
-    a_first = _a_first(processor)
     wx, wy = (wa, wb) if a_first else (wb, wa)
 
     def pair(i: int, j: int) -> Encoding:
         ia, ib = (i, j) if a_first else (j, i)
-        return _process(process, processor, add_special_tokens, wa[ia], wb[ib], ia, ib)
+        return process(wa[ia], wb[ib], (ia > 0, ib > 0))
 
     n, m = len(wx), len(wy)
     overflowing = []
     for i in range(1, n):
         head = pair(i, 0)
-        head.overflowing = [pair(i, j) for j in range(1, m)]
-        overflowing += [head, *(pair(i, j) for j in range(1, m))]
+        # (the same windows twice, as tokenizers lists them: nested and after their head)
+        rest = [pair(i, j) for j in range(1, m)]
+        head.overflowing = rest
+        overflowing += [head, *rest]
     for j in range(1, m):
         head = pair(0, j)
         head.overflowing = [pair(i, j) for i in range(1, n)]
         overflowing.append(head)
     out = pair(0, 0)
     out.overflowing = overflowing
-    return out
-
-
-def _a_first(processor: Any) -> bool:
-    """Whether the pair template names the first input before the second (every processor
-    but a TemplateProcessing written "$B ... $A" does)."""
-    for kind, name, _ in getattr(processor, "pair", ()):
-        if kind == "sequence":
-            return name == "A"
-    return True
-
-
-def _process(process: Process, processor: Any, add_special_tokens: bool, a: Encoding,
-             b: Encoding | None, ia: int, ib: int) -> Encoding:
-    """``process(a, b)``, where ``a`` is window ``ia`` and ``b`` window ``ib`` of their
-    inputs: a later window keeps its encoded type ids (see :func:`combine`)."""
-    out = process(a, b)
-    template = getattr(processor, "pair" if b is not None else "single", None)
-    if template is None or (ia == 0 and ib == 0):
-        return out  # other layouts give each input its encoded type id already
-    type_ids = list(out.type_ids)
-    at = 0
-    for kind, name, _ in template:
-        if kind == "special":
-            at += len(processor.special_tokens[name]) if add_special_tokens else 0
-            continue
-        # (a single template never names $B)
-        seq, window, encoded = (a, ia, 0) if name == "A" else (cast(Encoding, b), ib, 1)
-        if window > 0:
-            type_ids[at:at + len(seq)] = [encoded] * len(seq)
-        at += len(seq)
-    out.type_ids = type_ids
     return out
