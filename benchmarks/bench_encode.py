@@ -341,14 +341,16 @@ WORKERS = {"encode": worker_encode, "calibrate": worker_calibrate,
 
 # -- driver --------------------------------------------------------------------------------------
 
-def run_worker(spec: dict[str, Any], fail_ok: bool = False) -> dict[str, Any] | None:
-    """Run one measurement in a fresh interpreter. tiktoken reads its ranks file without its
-    disk cache; tokenizers runs serially (it only takes part in 1-thread measurements)."""
+def run_worker(spec: dict[str, Any], fail_ok: bool = False,
+               script: str = __file__) -> dict[str, Any] | None:
+    """Run one measurement in a fresh interpreter (``script --worker SPEC``: this one's workers
+    by default). tiktoken reads its ranks file without its disk cache; tokenizers runs serially
+    (it only takes part in 1-thread measurements)."""
     # (OPENBLAS_NUM_THREADS: numpy's import starts a BLAS thread that spun on the second core
     # during the measurement in some workers; nothing here uses BLAS.)
     env = dict(os.environ, TIKTOKEN_CACHE_DIR="", RAYON_NUM_THREADS="1",
                TOKENIZERS_PARALLELISM="false", OPENBLAS_NUM_THREADS="1")
-    proc = subprocess.run([sys.executable, __file__, "--worker", json.dumps(spec)],
+    proc = subprocess.run([sys.executable, script, "--worker", json.dumps(spec)],
                           env=env, capture_output=True, text=True, check=False)
     if proc.returncode != 0:
         if fail_ok:
