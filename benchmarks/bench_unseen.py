@@ -6,13 +6,13 @@ tokenmill vs tiktoken and gigatoken, one run, ratios printed.
 bench_encode.py's "cold" pass is the first one of a fresh process: it also pays for what a
 process does once (the first writes into the piece cache's pages, the first int object of
 each id). A server or a pretraining job meets new documents long after its first one; this
-measures that case. Each input is cut in two halves of ``--mb`` MB each: a worker (a fresh
-process per engine and repeat, the engines in ABBA order) loads the encoding, encodes the
-first half untimed, then times the second half ("unseen": none of its documents met before)
-and the second half again ("seen"). Medians over ``--repeats``; ids are checked against
-tiktoken's. tokenmill is measured twice: ``encode_ordinary_batch`` (a list per document, as
-tiktoken's loop gives) against tiktoken, ``encode_batch_np`` (flat arrays) against
-gigatoken's ``encode_batch``.
+measures that case. Each input's documents are dealt into two halves of about ``--mb`` MB
+each, every other document to each: a worker (a fresh process per engine and repeat, the
+engines in ABBA order) loads the encoding, encodes the first half untimed, then times the
+second half ("unseen": none of its documents met before) and the second half again ("seen").
+Medians over ``--repeats``; ids are checked against tiktoken's. tokenmill is measured twice:
+``encode_ordinary_batch`` (a list per document, as tiktoken's loop gives) against tiktoken,
+``encode_batch_np`` (flat arrays) against gigatoken's ``encode_batch``.
 """
 
 from __future__ import annotations
@@ -70,11 +70,12 @@ WORKERS = {"unseen": worker_unseen}
 
 
 def halves(name: str, data: Path, mb: float, work: Path) -> dict[str, str]:
-    """The input's first ``2 * mb`` MB of documents cut in two, each half written to a file."""
+    """The input's first ``2 * mb`` MB of documents dealt into two halves, every other
+    document to each (so both hold the same mix: code's five languages, English's books),
+    each half written to a file."""
     docs, _ = INPUTS[name](data, int(2 * mb * MB))
-    cut = len(docs) // 2
     paths = {}
-    for part, chunk in (("warm", docs[:cut]), ("docs", docs[cut:])):
+    for part, chunk in (("warm", docs[0::2]), ("docs", docs[1::2])):
         path = work / f"{name}.{part}.json"
         path.write_text(json.dumps(chunk), encoding="utf-8")
         paths[part] = str(path)
