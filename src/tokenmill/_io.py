@@ -13,17 +13,32 @@ from tokenmill.errors import InputError
 Errors = Literal["strict", "replace"]
 
 
+def write_target(path: Path) -> Path:
+    """The file that a write to ``path`` replaces (a temporary file beside it is renamed over
+    it): ``path``, or where a symbolic link there leads, so the link is kept (/dev/stdout's
+    leads to the terminal or file that output goes to). Refused, in one line, when its folder
+    is missing or when it is there and is not a regular file (a device such as /dev/full, a
+    terminal, a named pipe, a folder): renaming a file over it would replace it, not write
+    into it."""
+    target = Path(os.path.realpath(path)) if path.is_symlink() else path
+    directory = target.parent
+    if not directory.is_dir():
+        raise InputError(f"{path}: directory {directory} does not exist")
+    if target.exists() and not target.is_file():
+        raise InputError(f"{path}: not a regular file (a device, a pipe or a directory); "
+                         "expected the path of a file to write")
+    return target
+
+
 def atomic_write_text(path: str | os.PathLike[str], text: str) -> None:
     """Write ``text`` to ``path`` so that readers see the old file or the whole new one, never a
     part: write a temporary file beside it, flush it to disk, then rename it over ``path``."""
     path = Path(path)
-    directory = path.parent if str(path.parent) else Path(".")
-    if not directory.is_dir():
-        raise InputError(f"{path}: directory {directory} does not exist")
+    target = write_target(path)
     try:
-        fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=directory)
+        fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)
     except OSError as e:
-        raise InputError(f"{path}: cannot write a file in {directory} ({e.strerror})") from None
+        raise InputError(f"{path}: cannot write a file in {target.parent} ({e.strerror})") from None
     try:
         # mkstemp makes the file private (0600); a saved file gets the usual permissions.
         umask = os.umask(0)
@@ -33,7 +48,7 @@ def atomic_write_text(path: str | os.PathLike[str], text: str) -> None:
             f.write(text)
             f.flush()
             os.fsync(f.fileno())
-        os.replace(tmp, path)
+        os.replace(tmp, target)
     except OSError as e:
         Path(tmp).unlink(missing_ok=True)
         raise InputError(f"{path}: cannot write ({e.strerror})") from None

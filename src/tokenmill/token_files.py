@@ -21,7 +21,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from tokenmill._io import atomic_write_text
+from tokenmill._io import atomic_write_text, write_target
 from tokenmill.errors import FormatError, InputError
 
 if TYPE_CHECKING:
@@ -57,9 +57,8 @@ def encode_corpus(tok: Tokenizer, batches: Iterable[list[str]], output: str | os
     import numpy as np
 
     output = Path(output)
-    directory = output.parent if str(output.parent) else Path(".")
-    if not directory.is_dir():
-        raise InputError(f"{output}: directory {directory} does not exist")
+    ids_target, idx_target = write_target(output), write_target(Path(f"{output}.idx"))
+    write_target(Path(f"{output}.json"))  # (written last, by atomic_write_text)
     vocab_size = tok.get_vocab_size()
     if separator is not None and not 0 <= separator < vocab_size:
         raise InputError(f"separator id {separator} is not an id of the tokenizer (vocabulary "
@@ -68,16 +67,16 @@ def encode_corpus(tok: Tokenizer, batches: Iterable[list[str]], output: str | os
     dtype = np.dtype("<u2" if narrow else "<u4")
     temps: list[Path] = []
 
-    def temp(suffix: str) -> tuple[Any, Path]:
-        fd, name = tempfile.mkstemp(prefix=f".{output.name}.", suffix=suffix, dir=directory)
+    def temp(beside: Path, suffix: str) -> tuple[Any, Path]:
+        fd, name = tempfile.mkstemp(prefix=f".{beside.name}.", suffix=suffix, dir=beside.parent)
         temps.append(Path(name))
         return os.fdopen(fd, "wb"), Path(name)
 
     ids_hash, idx_hash = hashlib.sha256(), hashlib.sha256()
     documents = tokens = 0
     try:
-        ids_file, ids_tmp = temp(".bin.tmp")
-        idx_file, idx_tmp = temp(".idx.tmp")
+        ids_file, ids_tmp = temp(ids_target, ".tmp")
+        idx_file, idx_tmp = temp(idx_target, ".tmp")
         with ids_file, idx_file:
             first = np.zeros(1, dtype="<u8").tobytes()
             idx_file.write(first)
@@ -105,8 +104,8 @@ def encode_corpus(tok: Tokenizer, batches: Iterable[list[str]], output: str | os
                              fingerprint=tok.fingerprint(), documents=documents, tokens=tokens,
                              separator=separator, sha256=ids_hash.hexdigest(),
                              index_sha256=idx_hash.hexdigest(), source=source)
-        os.replace(ids_tmp, output)
-        os.replace(idx_tmp, f"{output}.idx")
+        os.replace(ids_tmp, ids_target)
+        os.replace(idx_tmp, idx_target)
         atomic_write_text(f"{output}.json", json.dumps(asdict(info), indent=2) + "\n")
         return info
     except OSError as e:

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import errno
 import json
+import os
+import stat
 
 import numpy as np
 import pytest
@@ -56,6 +58,34 @@ def test_a_failed_write_leaves_nothing(gpt2, tmp_path, monkeypatch):
     with pytest.raises(InputError, match=r"No space left on device\); nothing was kept"):
         encode_corpus(gpt2, batches(), out)
     assert list(tmp_path.iterdir()) == []
+
+
+@pytest.mark.parametrize("which", ["", ".idx", ".json"])
+def test_a_pipe_in_the_way_is_refused_before_encoding(gpt2, tmp_path, which):
+    out = tmp_path / "out.bin"
+    pipe = tmp_path / f"out.bin{which}"
+    os.mkfifo(pipe)
+
+    def batches():
+        raise AssertionError("nothing is encoded")
+        yield DOCS
+
+    with pytest.raises(InputError, match=rf"{pipe}: not a regular file"):
+        encode_corpus(gpt2, batches(), out)
+    assert [p.name for p in tmp_path.iterdir()] == [pipe.name]
+    assert stat.S_ISFIFO(pipe.stat().st_mode)
+
+
+def test_a_token_file_through_a_link(gpt2, tmp_path):
+    (tmp_path / "disk").mkdir()
+    link = tmp_path / "out.bin"
+    link.symlink_to(tmp_path / "disk" / "real.bin")  # not there yet
+    encode_corpus(gpt2, [DOCS], link)
+    assert link.is_symlink() and (tmp_path / "disk" / "real.bin").is_file()
+    ids, offsets, _ = load_token_file(link, verify=True)
+    assert ids[offsets[0]:offsets[1]].tolist() == gpt2.encode_ordinary(DOCS[0])
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["disk", "out.bin", "out.bin.idx",
+                                                          "out.bin.json"]
 
 
 def test_unfinished_or_tampered_files_are_refused(gpt2, tmp_path):

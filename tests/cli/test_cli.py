@@ -1,6 +1,8 @@
 """The command line, called in-process through main(argv), plus one real subprocess."""
 
 import json
+import os
+import stat
 import subprocess
 import sys
 
@@ -118,9 +120,36 @@ def test_train_flags_reach_the_trainer(tmp_path, capsys, tie_break, merges):
 
 def test_an_output_that_cannot_be_written(tmp_path, capsys):
     args = ["train", "--vocab-size", "300", "--quiet", "-o"]
-    assert f"{tmp_path}: cannot write (Is a directory)" in bad([*args, str(tmp_path)], capsys)
+    assert f"{tmp_path}: not a regular file (a device, a pipe or a directory)" in bad(
+        [*args, str(tmp_path)], capsys)
     assert "does not exist" in bad([*args, str(tmp_path / "no" / "tok.json")], capsys)
     assert [p.name for p in tmp_path.iterdir()] == []  # no temporary file left behind
+
+
+def test_an_output_that_is_a_pipe_is_left_a_pipe(tmp_path, capsys):
+    # A file renamed over a named pipe (or /dev/stdout, /dev/full) would replace it.
+    pipe = tmp_path / "fifo"
+    os.mkfifo(pipe)
+    err = bad(["train", "--vocab-size", "300", "--quiet", "-o", str(pipe)], capsys)
+    assert f"{pipe}: not a regular file" in err
+    assert stat.S_ISFIFO(pipe.stat().st_mode)
+    assert [p.name for p in tmp_path.iterdir()] == ["fifo"]
+    link = tmp_path / "link.json"  # (as /dev/stdout leads to a terminal or a pipe)
+    link.symlink_to(pipe)
+    assert f"{link}: not a regular file" in bad(
+        ["train", "--vocab-size", "300", "--quiet", "-o", str(link)], capsys)
+    assert link.is_symlink() and stat.S_ISFIFO(pipe.stat().st_mode)
+
+
+def test_an_output_through_a_link_keeps_the_link(tmp_path):
+    (tmp_path / "real").mkdir()
+    target = tmp_path / "real" / "tok.json"
+    target.write_text("old", encoding="utf-8")
+    link = tmp_path / "tok.json"
+    link.symlink_to(target)
+    assert main(["train", "--vocab-size", "300", "--quiet", "-o", str(link)]) == 0
+    assert link.is_symlink() and Tokenizer.from_file(target).get_vocab_size() > 256
+    assert sorted(p.name for p in (tmp_path / "real").iterdir()) == ["tok.json"]
 
 
 def test_errors_replace_goes_on(tmp_path, capsys):

@@ -59,6 +59,11 @@ def test_a_failed_save_leaves_the_old_file_and_no_partial_one(tmp_path):
     assert os.listdir(tmp_path) == ["c.tmc"]
     with pytest.raises(InputError, match="does not exist"):
         save_counts(str(tmp_path / "no" / "c.tmc"), Counter(), BYTE_LEVEL)
+    pipe = tmp_path / "fifo.tmc"
+    os.mkfifo(pipe)
+    with pytest.raises(InputError, match=rf"{pipe}: not a regular file"):
+        save_counts(pipe, Counter({"a": 1}), BYTE_LEVEL)
+    assert sorted(os.listdir(tmp_path)) == ["c.tmc", "fifo.tmc"]
 
 
 @pytest.mark.parametrize("where", [0.3, 0.6, 0.95, -1])

@@ -45,7 +45,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from tokenmill._io import is_utf8_text
+from tokenmill._io import is_utf8_text, write_target
 from tokenmill.errors import FormatError, InputError
 
 MAGIC = b"TMCOUNTS"
@@ -95,9 +95,7 @@ def save_counts(path: str | os.PathLike[str], counts: Mapping[str, int], pipelin
     ``Tokenizer``, its dict or :func:`pipeline_of`'s; ``dropped`` is ``(distinct, total)``
     from :func:`limit_distinct`."""
     path = Path(path)
-    directory = path.parent if str(path.parent) else Path(".")
-    if not directory.is_dir():
-        raise InputError(f"{path}: directory {directory} does not exist")
+    target = write_target(path)
     keys = list(counts)
     try:
         values = array("Q", counts.values())
@@ -114,7 +112,7 @@ def save_counts(path: str | os.PathLike[str], counts: Mapping[str, int], pipelin
         "pipeline": pipeline_of(pipeline), "distinct": len(keys), "total": total,
         "piece_bytes": sum(lengths), "dropped_distinct": dropped[0], "dropped_total": dropped[1],
         "meta": dict(meta or {})}, ensure_ascii=False, sort_keys=True).encode("utf-8")
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=directory)
+    fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)
     try:
         with os.fdopen(fd, "wb") as f:
             digest = hashlib.sha256()
@@ -133,7 +131,7 @@ def save_counts(path: str | os.PathLike[str], counts: Mapping[str, int], pipelin
             f.write(digest.digest())
             f.flush()
             os.fsync(f.fileno())
-        os.replace(tmp, path)
+        os.replace(tmp, target)
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
         raise
