@@ -113,9 +113,12 @@ def _decode(args: argparse.Namespace) -> int:
 
 
 def _encode_corpus(args: argparse.Namespace) -> int:
-    from tokenmill.corpus import ReadStats, iter_batches
+    from tokenmill.corpus import ReadStats, expand_inputs, iter_batches, refuse_overwriting
     from tokenmill.token_files import encode_corpus, rate
 
+    if not (args.shards or args.engine == "dask"):  # (sharded output is a directory)
+        inputs = [*expand_inputs(args.files), args.tokenizer, *([args.ranks] if args.ranks else [])]
+        refuse_overwriting([args.output, f"{args.output}.idx", f"{args.output}.json"], inputs)
     tok = load(args.tokenizer, path=args.ranks)
     separator = None
     if args.separator is not None:

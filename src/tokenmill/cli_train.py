@@ -20,7 +20,13 @@ from typing import Any
 
 from tokenmill import bert, decoders, pre_tokenizers
 from tokenmill._io import read_lines
-from tokenmill.corpus import ReadOptions, ReadStats, expand_inputs, iter_documents
+from tokenmill.corpus import (
+    ReadOptions,
+    ReadStats,
+    expand_inputs,
+    iter_documents,
+    refuse_overwriting,
+)
 from tokenmill.errors import InputError
 from tokenmill.formats import counts as count_files
 from tokenmill.models.bpe import BPE
@@ -245,6 +251,7 @@ def _count(args: argparse.Namespace, tok: Tokenizer, stats: ReadStats) -> Counte
     options = {"text_field": args.text_field, "column": args.column,
                "whole_file": args.whole_file, "errors": args.errors}
     files = expand_inputs(args.files)
+    refuse_overwriting([args.output], files)
     bar = _bar(args, files)
     progress: Callable[[int], Any] | None = bar.update if bar else None
     try:
@@ -300,6 +307,7 @@ def _train_command(args: argparse.Namespace) -> int:
     if args.from_counts:
         if args.files:
             raise InputError("give inputs or --from-counts, not both")
+        refuse_overwriting([args.output], args.from_counts)
         counts, pipeline, _ = count_files.merge_count_files(args.from_counts)
         tok = count_files.pipeline_tokenizer(pipeline)
         if (args.byte_level or args.char_level) and \

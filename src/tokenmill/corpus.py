@@ -133,6 +133,29 @@ def expand_inputs(inputs: Sequence[str | os.PathLike[str]]) -> list[str]:
     return files
 
 
+def refuse_overwriting(outputs: Sequence[str | os.PathLike[str]],
+                       inputs: Sequence[str | os.PathLike[str]]) -> None:
+    """Refuse, before anything is read, an output that is the same file as one of the inputs
+    (``-o`` given the corpus by mistake): renaming what was written from it into its place
+    would lose it."""
+    written = {}
+    for out in outputs:
+        try:
+            st = os.stat(out)
+        except OSError:
+            continue  # not there yet
+        written[(st.st_dev, st.st_ino)] = out
+    for given in inputs if written else ():
+        try:
+            st = os.stat(given)
+        except OSError:
+            continue  # ("-", or a name that is not a file: the reader says what it is)
+        same = written.get((st.st_dev, st.st_ino))
+        if same is not None:
+            raise InputError(f"{same}: is also an input ({os.fspath(given)}); writing the "
+                             "output would replace it")
+
+
 def _walk(root: str) -> list[str]:
     found = []
     for directory, subdirs, names in os.walk(root):

@@ -48,6 +48,25 @@ def test_cli_encode_corpus(gpt2, shared_data, tmp_path, capsys):
                  "--separator", "<|nope|>", "-o", str(tmp_path / "x.bin")]) == 2
 
 
+def test_cli_refuses_an_output_that_is_an_input(shared_data, tmp_path, capsys):
+    corpus = tmp_path / "docs.txt"
+    corpus.write_text("Hello world!\n", encoding="utf-8")
+    ranks = tmp_path / "r50k_base.tiktoken"  # (a copy: a failing test would write over it)
+    ranks.write_bytes((shared_data / "tokenizers" / "tiktoken" / ranks.name).read_bytes())
+    os.link(corpus, tmp_path / "out.bin.idx")  # the corpus where out.bin's index would go
+
+    def refused(out):
+        assert main(["encode-corpus", str(corpus), "-t", "r50k_base", "--ranks", str(ranks),
+                     "-o", str(out)]) == 2
+        return capsys.readouterr().err
+
+    assert f"{corpus}: is also an input ({corpus})" in refused(corpus)
+    assert f"out.bin.idx: is also an input ({corpus})" in refused(tmp_path / "out.bin")
+    assert f"{ranks}: is also an input ({ranks})" in refused(ranks)
+    assert corpus.read_text("utf-8") == "Hello world!\n"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["docs.txt", "out.bin.idx", ranks.name]
+
+
 def test_a_failed_write_leaves_nothing(gpt2, tmp_path, monkeypatch):
     out = tmp_path / "full.bin"
 

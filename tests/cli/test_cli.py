@@ -141,6 +141,26 @@ def test_an_output_that_is_a_pipe_is_left_a_pipe(tmp_path, capsys):
     assert link.is_symlink() and stat.S_ISFIFO(pipe.stat().st_mode)
 
 
+def test_an_output_that_is_an_input_is_refused(tmp_path, capsys):
+    corpus = tmp_path / "docs" / "corpus.txt"
+    corpus.parent.mkdir()
+    corpus.write_text("hello world\n", encoding="utf-8")
+    err = bad(["train", str(corpus), "--vocab-size", "300", "--quiet", "-o", str(corpus)], capsys)
+    assert err == (f"tokenmill: error: {corpus}: is also an input ({corpus}); writing the output "
+                   "would replace it\n")
+    same = tmp_path / "same.txt"  # the corpus under another name, met by walking a directory
+    os.link(corpus, same)
+    err = bad(["count", str(corpus.parent), "--byte-level", "--quiet", "-o", str(same)], capsys)
+    assert f"{same}: is also an input ({corpus})" in err
+    counts = tmp_path / "c.tmc"
+    assert main(["count", str(corpus), "--byte-level", "--quiet", "-o", str(counts)]) == 0
+    before = counts.read_bytes()
+    err = bad(["train", "--from-counts", str(counts), "--vocab-size", "300", "--quiet", "-o",
+               str(counts)], capsys)
+    assert f"{counts}: is also an input ({counts})" in err
+    assert corpus.read_text("utf-8") == "hello world\n" and counts.read_bytes() == before
+
+
 def test_an_output_through_a_link_keeps_the_link(tmp_path):
     (tmp_path / "real").mkdir()
     target = tmp_path / "real" / "tok.json"
