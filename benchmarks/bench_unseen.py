@@ -18,6 +18,7 @@ Medians over ``--repeats``; ids are checked against tiktoken's. tokenmill is mea
 from __future__ import annotations
 
 import argparse
+import importlib.util
 import json
 import statistics
 import sys
@@ -93,8 +94,6 @@ def main(argv: list[str] | None = None) -> int:
     args = p.parse_args(argv)
     if serve_worker(args.worker, WORKERS):
         return 0
-    import importlib.util
-
     engines = [e for e, spec in ENGINES.items()
                if spec["engine"] != "gigatoken" or importlib.util.find_spec("gigatoken")]
     results: dict[str, Any] = {"machine": machine_info(), "rows": []}

@@ -116,9 +116,11 @@ def _encode_corpus(args: argparse.Namespace) -> int:
     from tokenmill.corpus import ReadStats, expand_inputs, iter_batches, refuse_overwriting
     from tokenmill.token_files import encode_corpus, rate
 
+    files = args.files
     if not (args.shards or args.engine == "dask"):  # (sharded output is a directory)
-        inputs = [*expand_inputs(args.files), args.tokenizer, *([args.ranks] if args.ranks else [])]
-        refuse_overwriting([args.output, f"{args.output}.idx", f"{args.output}.json"], inputs)
+        files = expand_inputs(args.files)  # (walked once: the reading below takes this list)
+        refuse_overwriting([args.output, f"{args.output}.idx", f"{args.output}.json"],
+                           [*files, args.tokenizer, *([args.ranks] if args.ranks else [])])
     tok = load(args.tokenizer, path=args.ranks)
     separator = None
     if args.separator is not None:
@@ -141,7 +143,7 @@ def _encode_corpus(args: argparse.Namespace) -> int:
 
     if args.shards or args.engine == "dask":
         return _encode_shards(args, tok, separator, bar, started)
-    batches = iter_batches(args.files, text_field=args.text_field, column=args.column,
+    batches = iter_batches(files, text_field=args.text_field, column=args.column,
                            whole_file=args.whole_file, errors=args.errors, stats=stats)
     try:
         info = encode_corpus(tok, batches, args.output, separator=separator, progress=progress)

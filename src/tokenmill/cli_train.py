@@ -262,7 +262,7 @@ def _count(args: argparse.Namespace, tok: Tokenizer, stats: ReadStats) -> Counte
                 raise InputError("--engine dask needs --scheduler ADDRESS (tcp://host:port)")
             return count_on_dask(args.files, tok, scheduler=args.scheduler,
                                  timeout=args.timeout, progress=progress, stats=stats, **options)
-        return tok.count_words(iter_documents(args.files, progress=progress, stats=stats,
+        return tok.count_words(iter_documents(files, progress=progress, stats=stats,
                                               **options))
     finally:
         if bar:
