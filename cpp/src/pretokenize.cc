@@ -7,6 +7,9 @@
 #if defined(__SSE2__) && (defined(__GNUC__) || defined(__clang__))  // __builtin_ctz below
 #include <emmintrin.h>
 #define TOKENMILL_SSE2 1
+// (word_run, inlined into its loop: called, it cost code 7% more instructions than before it
+// took quotes and dashes.)
+#define TOKENMILL_INLINE inline __attribute__((always_inline))
 #endif
 
 namespace tokenmill {
@@ -387,16 +390,30 @@ void scan_text(SplitPattern pattern, const S& s, std::vector<uint32_t>& ends) {
 
 #ifdef TOKENMILL_SSE2
 // Sixty-four bytes as bit masks (bit j for byte j): ASCII letters, uppercase ASCII letters,
-// spaces (' ' only), printable ASCII punctuation but the apostrophe (which may start a
-// contraction), \r and \n, and bytes of 0x80 and over.
+// spaces (' ' only), punctuation (printable ASCII punctuation but the apostrophe, which may
+// start a contraction, and the three bytes of each quote or dash below), \r and \n, the first
+// bytes of those quotes and dashes, and the other bytes of 0x80 and over.
 struct Block64 {
   uint64_t letter;
   uint64_t upper;
   uint64_t space;
   uint64_t punct;
   uint64_t newline;
+  uint64_t quote;
   uint64_t high;
 };
+
+// The third byte of E2 80 xx for the punctuation of English prose beyond ASCII, a character
+// of [^\s\p{L}\p{N}] each: en and em dashes (U+2013, U+2014), single and double curly quotes
+// (U+2018, U+2019, U+201C, U+201D) and the ellipsis (U+2026). Before, each took the general
+// path, and with it the piece before it and the one after: a tenth of English's pieces.
+inline bool prose_punctuation(unsigned char third) {
+  constexpr uint32_t kThirds = 1u << (0x93 - 0x93) | 1u << (0x94 - 0x93) | 1u << (0x98 - 0x93) |
+                               1u << (0x99 - 0x93) | 1u << (0x9C - 0x93) | 1u << (0x9D - 0x93) |
+                               1u << (0xA6 - 0x93);
+  const unsigned at = third - 0x93u;
+  return at < 32 && ((kThirds >> at) & 1) != 0;
+}
 
 inline Block64 classify64(const unsigned char* p) {
   // (u - lo) flipped to signed below count - 128: u in [lo, lo + count), as in ascii_run_bytes.
@@ -416,7 +433,7 @@ inline Block64 classify64(const unsigned char* p) {
   auto mask = [](__m128i m) {
     return static_cast<uint64_t>(static_cast<unsigned>(_mm_movemask_epi8(m)));
   };
-  Block64 b{0, 0, 0, 0, 0, 0};
+  Block64 b{0, 0, 0, 0, 0, 0, 0};
   for (int k = 0; k < 4; ++k) {
     const __m128i v = _mm_loadu_si128(reinterpret_cast<const __m128i*>(p + 16 * k));
     const __m128i letter =
@@ -434,31 +451,54 @@ inline Block64 classify64(const unsigned char* p) {
     b.newline |= mask(_mm_or_si128(_mm_cmpeq_epi8(v, cr), _mm_cmpeq_epi8(v, lf))) << shift;
     b.high |= mask(v) << shift;
   }
+  if (b.high == 0) return b;  // (most blocks of English and code)
+  // Each E2 80 xx of prose punctuation wholly in the block (its first byte at 61 at most) is
+  // punctuation, three bytes of it.
+  const __m128i e2 = _mm_set1_epi8(static_cast<char>(0xE2));
+  uint64_t lead = 0;
+  for (int k = 0; k < 4; ++k) {
+    const __m128i v = _mm_loadu_si128(reinterpret_cast<const __m128i*>(p + 16 * k));
+    lead |= mask(_mm_cmpeq_epi8(v, e2)) << (16 * k);
+  }
+  lead &= (uint64_t{1} << 62) - 1;
+  while (lead != 0) {
+    const unsigned j = static_cast<unsigned>(__builtin_ctzll(lead));
+    lead &= lead - 1;
+    if (p[j + 1] == 0x80 && prose_punctuation(p[j + 2])) b.quote |= uint64_t{1} << j;
+  }
+  const uint64_t three = b.quote | b.quote << 1 | b.quote << 2;
+  b.punct |= three;
+  b.high &= ~three;
   return b;
 }
 
-// At byte i of text (at least 64 bytes from i on), the pieces that follow one another there,
+// At byte i of p (at least 64 bytes from i on), the pieces that follow one another there,
 // found in one step from bit masks: where each ends is written to ends (at most max), the count
-// returned; 0 when the first piece is none of these. cl100k_family: the pattern is cl100k_base's
-// or o200k_base's, not GPT-2's. The pieces:
+// returned; 0 when the first piece is none of these. text_end: 0, or the bit of the block where
+// the text ends (the bytes from there on are zeros). cl100k_family: the pattern is
+// cl100k_base's or o200k_base's, not GPT-2's. The pieces:
 // - a word " ?[A-Za-z]+" (a space and letters; the first may lack the space). With split_case
 //   (o200k_base) a letter run is cut where an uppercase letter follows a lowercase one
 //   ([A-Z]*[a-z]+ and [A-Z]+[a-z]* in ASCII);
 // - a run of spaces before a word or punctuation, but its last space (\s+(?!\S));
-// - a run of ASCII punctuation, or a space and one, ending before a space, a letter or (with
-//   cl100k_family) the newlines its piece takes ([\r\n]* in cl100k_base, [\r\n/]* in
+// - a run of punctuation, or a space and one, ending before a space, a letter, the text's end
+//   or (with cl100k_family) the newlines its piece takes ([\r\n]* in cl100k_base, [\r\n/]* in
 //   o200k_base). No word alternative takes such a run but, with cl100k_family, a single
-//   character of it after a letter or newlines and before a letter: the optional
-//   [^\r\n\p{L}\p{N}] of the word after it (".name", "_case", "(arg");
-// - with cl100k_family, a run of newlines between two letters: \s*[\r\n] (cl100k_base) and
-//   \s*[\r\n]+ (o200k_base) take it whole, where GPT-2's pattern splits it.
-// Only ends the 64 bytes decide are given: a word at the block's end may go on past it, or (at
-// a non-ASCII byte) with a letter or mark, or (in o200k_base, at an apostrophe) with a
-// contraction; a run of spaces, punctuation or newlines cut off there may go on; the general
-// path takes such a piece. English text and code are mostly these pieces, and taking them one
-// by one cost a mispredicted branch at nearly every piece's end.
-inline size_t word_run(const unsigned char* p, size_t i, bool split_case, bool cl100k_family,
-                       size_t* ends, size_t max) {
+//   character of it that starts a piece (after a letter or newlines, or at i) before a letter:
+//   the optional [^\r\n\p{L}\p{N}] of the word after it (".name", "_case", "(arg", "\u201CThe",
+//   "\u2019s");
+// - with cl100k_family, a run of newlines after a letter, before a letter or punctuation:
+//   \s*[\r\n] (cl100k_base) and \s*[\r\n]+ (o200k_base) take it whole, where GPT-2's pattern
+//   splits it.
+// The first piece may start with a letter, a space or punctuation. Only ends the block decides
+// are given: a word at the block's end may go on past it, or (at a non-ASCII byte) with a
+// letter or mark, or (in o200k_base, at an apostrophe) with a contraction; a run of spaces,
+// punctuation or newlines cut off there may go on; the general path takes such a piece. At the
+// text's end every piece is done. English text and code are mostly these pieces, and taking
+// them one by one cost a mispredicted branch at nearly every piece's end.
+template <bool split_case, bool cl100k_family>
+TOKENMILL_INLINE size_t word_run(const unsigned char* p, size_t i, uint64_t text_end, size_t* ends,
+                                 size_t max) {
   const Block64 b = classify64(p + i);
   const uint64_t space_word = b.space & (b.letter >> 1);  // a space with a letter after it
   // A space with another after it: all but the last of a run (the run is a piece of its own
@@ -468,30 +508,46 @@ inline size_t word_run(const unsigned char* p, size_t i, bool split_case, bool c
   const uint64_t space_space = b.space & (b.space >> 1);
   const uint64_t space_punct = b.space & (b.punct >> 1);  // starts " ?[^\s\p{L}\p{N}]+"
   const uint64_t spaced = space_word | space_space | space_punct;
-  if (((b.letter | spaced) & 1) == 0) return 0;
+  if (((b.letter | spaced | b.punct) & 1) == 0) return 0;
   // With cl100k_family, the newlines right after a run of punctuation, which its piece takes:
   // each run of them that starts after punctuation, found by carrying a bit through it (the
   // sum's changed bits). In o200k_base a slash after them would go on with the piece: there a
-  // tail's last newline is left out when punctuation follows it, and the region ends at it,
-  // the piece unfinished.
+  // tail's last newline is left out when a slash follows it, and the region ends at it, the
+  // piece unfinished. (The only slashes that matter, those after a newline, are few: looked
+  // at one by one.)
+  uint64_t slash = 0;
+  if (split_case) {
+    for (uint64_t c = b.newline & (b.punct >> 1); c != 0; c &= c - 1) {
+      const unsigned j = static_cast<unsigned>(__builtin_ctzll(c)) + 1;  // below 64
+      if (p[i + j] == '/') slash |= uint64_t{1} << j;
+    }
+  }
   uint64_t tail = 0;
   if (cl100k_family) {
     const uint64_t first = b.newline & (b.punct << 1);
-    tail = ((b.newline + first) ^ b.newline) & b.newline;
-    if (split_case) tail &= ~(b.punct >> 1);
+    tail = ((b.newline + first) ^ b.newline) & b.newline & ~(slash >> 1);
   }
-  // With cl100k_family, a run of newlines after a letter and before one, a piece of its own:
-  // each newline followed by another or by a letter is in; a run that ends otherwise ends the
-  // region at its last newline, its piece unfinished.
-  const uint64_t line_break = cl100k_family ? b.newline & ((b.newline | b.letter) >> 1) : 0;
-  // Punctuation followed by more of it, by a letter, by a space in the region or by its tail
-  // (so a run of it is in only if the piece after it starts in the region; a run cut short
-  // leaves the region where it stops being so).
-  const uint64_t punct_in = b.punct & ((b.punct | b.letter | spaced | tail) >> 1);
-  // One character of it starting a piece (after a letter or a tail) before a letter: a
-  // word's prefix.
-  const uint64_t prefix =
-      cl100k_family ? b.punct & (b.letter >> 1) & ((b.letter | tail) << 1) : 0;
+  // With cl100k_family, a run of newlines, a piece of its own after a letter: each newline
+  // followed by another, by a letter or by punctuation but a slash (which may go on with a
+  // tail) is in; a run that ends otherwise ends the region at its last newline, its piece
+  // unfinished.
+  const uint64_t line_break =
+      cl100k_family ? b.newline & ((b.newline | b.letter | (b.punct & ~slash)) >> 1) : 0;
+  // Punctuation followed by more of it, by a letter, by a space in the region, by its tail or
+  // by the text's end (so a run of it is in only if the piece after it starts in the region;
+  // a run cut short leaves the region where it stops being so).
+  const uint64_t punct_in = b.punct & ((b.punct | b.letter | spaced | tail | text_end) >> 1);
+  // One character of it starting a piece (at i, or after a letter or newlines) before a
+  // letter: a word's prefix. An ASCII one, or the three bytes of a quote or dash.
+  uint64_t prefix = 0;
+  if (cl100k_family) {
+    const uint64_t after = ((b.letter | tail | line_break) << 1) | 1;
+    prefix = b.punct & (b.letter >> 1) & after;
+    if (b.quote != 0) {  // (few blocks)
+      const uint64_t quote = b.quote & after & (b.letter >> 3);
+      prefix |= quote | quote << 1 | quote << 2;
+    }
+  }
   const uint64_t out = ~(b.letter | spaced | punct_in | tail | line_break);
   const unsigned end = out == 0 ? 64u : static_cast<unsigned>(__builtin_ctzll(out));
   const uint64_t region = end == 64 ? ~uint64_t{0} : (uint64_t{1} << end) - 1;
@@ -510,13 +566,22 @@ inline size_t word_run(const unsigned char* p, size_t i, bool split_case, bool c
     ends[k++] = i + static_cast<size_t>(__builtin_ctzll(starts));
     starts &= starts - 1;
   }
-  // The last piece ends at `end` if it is a word (a letter before `end`) and the byte there is
-  // ASCII and, for o200k_base, not an apostrophe.
-  if (starts == 0 && k < max && end < 64 && ((b.letter >> (end - 1)) & 1) != 0 &&
-      ((b.high >> end) & 1) == 0 && !(split_case && p[i + end] == '\'')) {
+  // The last piece ends at `end` if the text ends there, or if it is a word (a letter before
+  // `end`) and the byte there is ASCII and, for o200k_base, not an apostrophe.
+  if (starts == 0 && k < max && end > 0 && end < 64 &&
+      (((text_end >> end) & 1) != 0 ||
+       (((b.letter >> (end - 1)) & 1) != 0 && ((b.high >> end) & 1) == 0 &&
+        !(split_case && p[i + end] == '\'')))) {
     ends[k++] = i + end;
   }
   return k;
+}
+// Whether word_run may take a piece that starts with byte c: a letter, a space, or the first
+// byte of a quote or dash. (Not ASCII punctuation: in code, most pieces that start with it
+// after the general path's are taken by ascii_other_run, and a block classified for them
+// cost more than it gave.)
+inline bool may_start_block(unsigned char c) {
+  return letter_ascii(c) || c == ' ' || c == 0xE2;
 }
 #endif
 
@@ -526,46 +591,66 @@ bool piece_dropped(SplitPattern pattern, std::string_view text, size_t i) {
   return pattern == SplitPattern::kWords && is_space(char_at(text, i));
 }
 
-size_t scan_pieces(SplitPattern pattern, std::string_view text, size_t i, size_t* ends,
-                   size_t max) {
+namespace {
+
+// scan_pieces for one pattern: scan, its general path; with kBlocks, the pieces word_run takes
+// (kSplitCase, kFamily: its arguments) are taken that way where they start.
+template <bool kBlocks, bool kSplitCase, bool kFamily, typename Scan>
+size_t scan_pieces_with(std::string_view text, size_t i, size_t* ends, size_t max, Scan scan) {
+  size_t k = 0;
 #ifdef TOKENMILL_SSE2
-  const bool words_first = pattern != SplitPattern::kWords;
-  const bool split_case = pattern == SplitPattern::kO200K;
-  const bool cl100k_family = split_case || pattern == SplitPattern::kCL100K;
   const auto* bytes = reinterpret_cast<const unsigned char*>(text.data());
 #endif
-  return with_scanner<std::string_view>(pattern, [&](auto scan) {
-    size_t k = 0;
-    while (k < max && i < text.size()) {
+  while (k < max && i < text.size()) {
 #ifdef TOKENMILL_SSE2
-      // (A word starts here, a letter or a space and a letter; or a run of spaces, as before
-      // each line of indented code; or a space and punctuation, as in " = ".)
-      if (words_first && (letter_ascii(bytes[i]) || bytes[i] == ' ')) {
-        size_t got = 0;
-        if (text.size() - i >= 64) {
-          got = word_run(bytes, i, split_case, cl100k_family, ends + k, max - k);
-        } else {
-          // The text's last bytes (a paragraph's last third), copied before zeros: a zero
-          // byte is none of the classes, so the region stops at the text's end, and a piece
-          // the end decides is given only where the end decides it as the zero does (a word
-          // that runs to it); the rest are the general path's, as at any region's end.
-          unsigned char last[64] = {};
-          std::memcpy(last, bytes + i, text.size() - i);
-          got = word_run(last, 0, split_case, cl100k_family, ends + k, max - k);
-          for (size_t j = k; j < k + got; ++j) ends[j] += i;
-        }
-        if (got != 0) {
-          k += got;
-          i = ends[k - 1];
-          continue;
-        }
+    // (A word starts here, a letter or a space and a letter; or a run of spaces, as before
+    // each line of indented code; or a space and punctuation, as in " = "; or a quote or dash.)
+    if (kBlocks && may_start_block(bytes[i])) {
+      size_t got = 0;
+      const size_t avail = text.size() - i;
+      if (avail >= 64) {
+        got = word_run<kSplitCase, kFamily>(bytes, i, 0, ends + k, max - k);
+      } else {
+        // The text's last bytes (a paragraph's last third), copied before zeros: a zero
+        // byte is none of the classes, so the region stops at the text's end at the latest.
+        unsigned char last[64] = {};
+        std::memcpy(last, bytes + i, avail);
+        got = word_run<kSplitCase, kFamily>(last, 0, uint64_t{1} << avail, ends + k, max - k);
+        for (size_t j = k; j < k + got; ++j) ends[j] += i;
       }
-#endif
-      i = past(text, i, scan(text, i));
-      ends[k++] = i;
+      if (got != 0) {
+        k += got;
+        i = ends[k - 1];
+        continue;
+      }
     }
-    return k;
-  });
+#endif
+    i = past(text, i, scan(text, i));
+    ends[k++] = i;
+  }
+  return k;
+}
+
+}  // namespace
+
+size_t scan_pieces(SplitPattern pattern, std::string_view text, size_t i, size_t* ends,
+                   size_t max) {
+  using S = std::string_view;
+  switch (pattern) {
+    case SplitPattern::kGPT2:
+      return scan_pieces_with<true, false, false>(text, i, ends, max,
+                                                  [](const S& s, size_t j) { return gpt2(s, j); });
+    case SplitPattern::kCL100K:
+      return scan_pieces_with<true, false, true>(text, i, ends, max,
+                                                 [](const S& s, size_t j) { return cl100k(s, j); });
+    case SplitPattern::kO200K:
+      return scan_pieces_with<true, true, true>(text, i, ends, max,
+                                                [](const S& s, size_t j) { return o200k(s, j); });
+    case SplitPattern::kWords:
+      break;
+  }
+  return scan_pieces_with<false, false, false>(text, i, ends, max,
+                                               [](const S& s, size_t j) { return words(s, j); });
 }
 
 void pretokenize(SplitPattern pattern, std::string_view text, std::vector<uint32_t>& ends) {

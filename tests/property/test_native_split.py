@@ -147,6 +147,44 @@ def test_utf8_scanners_on_streams_of_words_and_code(text, skip):
         assert native_utf8_pieces(scanner, text) == regex.findall(pattern, text), (pattern, text)
 
 
+# Prose as it is printed: curly quotes, dashes and an ellipsis (three bytes each in UTF-8, which
+# the byte scanners' masks take as punctuation) before and after words, as a word's prefix
+# ("\u201cThe", "\u2019s"), beside ASCII punctuation and newlines; the characters of E2 80 xx
+# that are not such punctuation (a line separator is a space, U+2030 is a symbol, U+200B a
+# format character) and other E2 characters; runs of newlines before punctuation and a slash
+# after them; and the text's end right after any of it.
+PROSE = ["\u201c", "\u201d", "\u2018", "\u2019", "\u2013", "\u2014", "\u2026"]
+OTHER_E2 = ["\u2028", "\u2029", "\u2030", "\u200b", "\u2022", "\u20ac", "\u2122", "\u2190"]
+prose_stream = st.lists(
+    st.one_of(
+        st.text(st.sampled_from("abcxyzABCXYZs"), min_size=1, max_size=10),
+        st.sampled_from(PROSE + OTHER_E2 + [" ", " ", " ", "  ", ",", ".", "?", "!", "'", "'s",
+                                            "\n", "\n\n", "\r\n", "/", "(", "\u00e9", "9", "-"]),
+    ),
+    min_size=1, max_size=60,
+).map("".join)
+
+
+@settings(max_examples=3500)
+@given(prose_stream, st.integers(0, 2))
+def test_utf8_scanners_on_prose(text, skip):
+    text = text[skip:]
+    for pattern, scanner in PATTERNS:
+        assert native_utf8_pieces(scanner, text) == regex.findall(pattern, text), (pattern, text)
+
+
+@pytest.mark.parametrize("text", [
+    "\u201cThe end,\u201d she said.",                 # a quote as a word's prefix, and after one
+    "don\u2019t \u2018x\u2019 \u2014 yes\u2026",        # an apostrophe, a dash, an ellipsis
+    "word\n\n\u201cNext\u201d\n/ x.\n/y",            # newlines before a quote; a slash after them
+    "a\u2028b \u2030c\u200bd\u201d",                 # E2 80 xx that are not prose punctuation
+    "x" * 70 + ".\u201d",                           # the text's end after a block's worth
+])
+def test_prose_punctuation(text):
+    for pattern, scanner in PATTERNS:
+        assert native_utf8_pieces(scanner, text) == regex.findall(pattern, text), (pattern, text)
+
+
 WORDS = regex.compile(r"\w+|[^\w\s]+")  # the Whitespace pre-tokenizer's pattern
 SPACE = regex.compile(r"\s+")
 
