@@ -389,12 +389,13 @@ void scan_text(SplitPattern pattern, const S& s, std::vector<uint32_t>& ends) {
 }
 
 #ifdef TOKENMILL_SSE2
-// Sixty-four bytes as bit masks (bit j for byte j): ASCII letters, uppercase ASCII letters,
-// spaces (' ' only), punctuation (printable ASCII punctuation but the apostrophe, which may
-// start a contraction, and the three bytes of each quote or dash below), \r and \n, the first
-// bytes of those quotes and dashes, and the other bytes of 0x80 and over.
+// Sixty-four bytes as bit masks (bit j for byte j): ASCII letters, ASCII digits, uppercase
+// ASCII letters, spaces (' ' only), punctuation (printable ASCII punctuation but the
+// apostrophe, which may start a contraction, and the three bytes of each quote or dash below),
+// \r and \n, the first bytes of those quotes and dashes, and the other bytes of 0x80 and over.
 struct Block64 {
   uint64_t letter;
+  uint64_t digit;
   uint64_t upper;
   uint64_t space;
   uint64_t punct;
@@ -433,7 +434,8 @@ inline Block64 classify64(const unsigned char* p) {
   auto mask = [](__m128i m) {
     return static_cast<uint64_t>(static_cast<unsigned>(_mm_movemask_epi8(m)));
   };
-  Block64 b{0, 0, 0, 0, 0, 0, 0};
+  Block64 b{0, 0, 0, 0, 0, 0, 0, 0};
+  __m128i any_digit = _mm_setzero_si128();
   for (int k = 0; k < 4; ++k) {
     const __m128i v = _mm_loadu_si128(reinterpret_cast<const __m128i*>(p + 16 * k));
     const __m128i letter =
@@ -450,6 +452,14 @@ inline Block64 classify64(const unsigned char* p) {
     b.punct |= mask(_mm_andnot_si128(not_punct, shown)) << shift;
     b.newline |= mask(_mm_or_si128(_mm_cmpeq_epi8(v, cr), _mm_cmpeq_epi8(v, lf))) << shift;
     b.high |= mask(v) << shift;
+    any_digit = _mm_or_si128(any_digit, digit);
+  }
+  if (_mm_movemask_epi8(any_digit) != 0) {  // (few blocks of English)
+    for (int k = 0; k < 4; ++k) {
+      const __m128i v = _mm_loadu_si128(reinterpret_cast<const __m128i*>(p + 16 * k));
+      const __m128i digit = _mm_cmplt_epi8(_mm_xor_si128(_mm_sub_epi8(v, zero), flip), ten);
+      b.digit |= mask(digit) << (16 * k);
+    }
   }
   if (b.high == 0) return b;  // (most blocks of English and code)
   // Each E2 80 xx of prose punctuation wholly in the block (its first byte at 61 at most) is
@@ -487,19 +497,24 @@ inline Block64 classify64(const unsigned char* p) {
 //   character of it that starts a piece (after a letter or newlines, or at i) before a letter:
 //   the optional [^\r\n\p{L}\p{N}] of the word after it (".name", "_case", "(arg", "\u201CThe",
 //   "\u2019s");
-// - with cl100k_family, a run of newlines after a letter, before a letter or punctuation:
-//   \s*[\r\n] (cl100k_base) and \s*[\r\n]+ (o200k_base) take it whole, where GPT-2's pattern
-//   splits it.
+// - with cl100k_family, a run of newlines after a letter or digit, before a letter, a digit or
+//   punctuation: \s*[\r\n] (cl100k_base) and \s*[\r\n]+ (o200k_base) take it whole, where
+//   GPT-2's pattern splits it;
+// - with cl100k_family, a run of one to three ASCII digits (\p{N}{1,3}; a longer run ends the
+//   region where it starts, for the general path to cut), and a space before one, a piece of
+//   its own (\s+ once \s+(?!\S) could not take it).
 // The first piece may start with a letter, a space or punctuation. Only ends the block decides
 // are given: a word at the block's end may go on past it, or (at a non-ASCII byte) with a
 // letter or mark, or (in o200k_base, at an apostrophe) with a contraction; a run of spaces,
 // punctuation or newlines cut off there may go on; the general path takes such a piece. At the
 // text's end every piece is done. English text and code are mostly these pieces, and taking
 // them one by one cost a mispredicted branch at nearly every piece's end.
-template <bool split_case, bool cl100k_family>
-TOKENMILL_INLINE size_t word_run(const unsigned char* p, size_t i, uint64_t text_end, size_t* ends,
-                                 size_t max) {
-  const Block64 b = classify64(p + i);
+// (word_run once its block is classified; digits: the block has ASCII digits, and the pattern
+// is cl100k_family's. Most blocks of English have none, and the masks of digits in all of them
+// cost it 1.3% more instructions.)
+template <bool split_case, bool cl100k_family, bool digits>
+TOKENMILL_INLINE size_t block_pieces(const Block64& b, const unsigned char* p, size_t i,
+                                     uint64_t text_end, size_t* ends, size_t max) {
   const uint64_t space_word = b.space & (b.letter >> 1);  // a space with a letter after it
   // A space with another after it: all but the last of a run (the run is a piece of its own
   // only if it ends before a word or punctuation, and then its last space is a space_word or a
@@ -507,7 +522,10 @@ TOKENMILL_INLINE size_t word_run(const unsigned char* p, size_t i, uint64_t text
   // unfinished).
   const uint64_t space_space = b.space & (b.space >> 1);
   const uint64_t space_punct = b.space & (b.punct >> 1);  // starts " ?[^\s\p{L}\p{N}]+"
-  const uint64_t spaced = space_word | space_space | space_punct;
+  // With cl100k_family, ASCII digits, and a space before one.
+  const uint64_t digit = digits ? b.digit : 0;
+  const uint64_t space_digit = b.space & (digit >> 1);
+  const uint64_t spaced = space_word | space_space | space_punct | space_digit;
   if (((b.letter | spaced | b.punct) & 1) == 0) return 0;
   // With cl100k_family, the newlines right after a run of punctuation, which its piece takes:
   // each run of them that starts after punctuation, found by carrying a bit through it (the
@@ -532,23 +550,28 @@ TOKENMILL_INLINE size_t word_run(const unsigned char* p, size_t i, uint64_t text
   // tail) is in; a run that ends otherwise ends the region at its last newline, its piece
   // unfinished.
   const uint64_t line_break =
-      cl100k_family ? b.newline & ((b.newline | b.letter | (b.punct & ~slash)) >> 1) : 0;
+      cl100k_family ? b.newline & ((b.newline | b.letter | digit | (b.punct & ~slash)) >> 1) : 0;
   // Punctuation followed by more of it, by a letter, by a space in the region, by its tail or
   // by the text's end (so a run of it is in only if the piece after it starts in the region;
   // a run cut short leaves the region where it stops being so).
-  const uint64_t punct_in = b.punct & ((b.punct | b.letter | spaced | tail | text_end) >> 1);
+  const uint64_t punct_in =
+      b.punct & ((b.punct | b.letter | digit | spaced | tail | text_end) >> 1);
   // One character of it starting a piece (at i, or after a letter or newlines) before a
   // letter: a word's prefix. An ASCII one, or the three bytes of a quote or dash.
   uint64_t prefix = 0;
   if (cl100k_family) {
-    const uint64_t after = ((b.letter | tail | line_break) << 1) | 1;
+    const uint64_t after = ((b.letter | digit | tail | line_break) << 1) | 1;
     prefix = b.punct & (b.letter >> 1) & after;
     if (b.quote != 0) {  // (few blocks)
       const uint64_t quote = b.quote & after & (b.letter >> 3);
       prefix |= quote | quote << 1 | quote << 2;
     }
   }
-  const uint64_t out = ~(b.letter | spaced | punct_in | tail | line_break);
+  // The first run of four digits or more (its first digit: no digit is before it) ends the
+  // region.
+  const uint64_t four = digit & (digit >> 1) & (digit >> 2) & (digit >> 3);
+  const uint64_t out =
+      ~(b.letter | digit | spaced | punct_in | tail | line_break) | (four & (~four + 1));
   const unsigned end = out == 0 ? 64u : static_cast<unsigned>(__builtin_ctzll(out));
   const uint64_t region = end == 64 ? ~uint64_t{0} : (uint64_t{1} << end) - 1;
   // Pieces start at a space before a word or punctuation, at the first of a run of spaces, at
@@ -557,8 +580,9 @@ TOKENMILL_INLINE size_t word_run(const unsigned char* p, size_t i, uint64_t text
   // after a newline.
   uint64_t starts = space_word | space_punct | (space_space & ~(b.space << 1)) |
                     (b.punct & ~(b.punct << 1) & ~(b.space << 1)) |
-                    (line_break & (b.letter << 1)) |
-                    (b.letter & (((b.punct & ~prefix) | tail | line_break) << 1));
+                    (line_break & ((b.letter | digit) << 1)) | space_digit |
+                    (digit & ~(digit << 1)) |
+                    (b.letter & (((b.punct & ~prefix) | digit | tail | line_break) << 1));
   if (split_case) starts |= b.upper & ((b.letter & ~b.upper) << 1);
   starts &= region & ~uint64_t{1};
   size_t k = 0;
@@ -567,15 +591,28 @@ TOKENMILL_INLINE size_t word_run(const unsigned char* p, size_t i, uint64_t text
     starts &= starts - 1;
   }
   // The last piece ends at `end` if the text ends there, or if it is a word (a letter before
-  // `end`) and the byte there is ASCII and, for o200k_base, not an apostrophe.
+  // `end`) and the byte there is ASCII and, for o200k_base, not an apostrophe, or digits and
+  // the byte there ASCII (a digit or other number beyond ASCII may go on with them).
   if (starts == 0 && k < max && end > 0 && end < 64 &&
       (((text_end >> end) & 1) != 0 ||
-       (((b.letter >> (end - 1)) & 1) != 0 && ((b.high >> end) & 1) == 0 &&
-        !(split_case && p[i + end] == '\'')))) {
+       (((b.high >> end) & 1) == 0 && (((digit >> (end - 1)) & 1) != 0 ||
+                                        (((b.letter >> (end - 1)) & 1) != 0 &&
+                                         !(split_case && p[i + end] == '\'')))))) {
     ends[k++] = i + end;
   }
   return k;
 }
+
+template <bool split_case, bool cl100k_family>
+TOKENMILL_INLINE size_t word_run(const unsigned char* p, size_t i, uint64_t text_end, size_t* ends,
+                                 size_t max) {
+  const Block64 b = classify64(p + i);
+  if (cl100k_family && b.digit != 0) {
+    return block_pieces<split_case, cl100k_family, true>(b, p, i, text_end, ends, max);
+  }
+  return block_pieces<split_case, cl100k_family, false>(b, p, i, text_end, ends, max);
+}
+
 // Whether word_run may take a piece that starts with byte c: a letter, a space, or the first
 // byte of a quote or dash. (Not ASCII punctuation: in code, most pieces that start with it
 // after the general path's are taken by ascii_other_run, and a block classified for them

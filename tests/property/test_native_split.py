@@ -173,7 +173,32 @@ def test_utf8_scanners_on_prose(text, skip):
         assert native_utf8_pieces(scanner, text) == regex.findall(pattern, text), (pattern, text)
 
 
+# Numbers among words and code: runs of one to five ASCII digits (cut three at a time by
+# cl100k_base and o200k_base), after and before spaces, letters, punctuation and newlines,
+# and the numbers beyond ASCII that may go on with them (U+00B2, U+0663, U+2166).
+number_stream = st.lists(
+    st.one_of(
+        st.text(st.sampled_from("0123456789"), min_size=1, max_size=5),
+        st.text(st.sampled_from("abcxyzABCXYZ"), min_size=1, max_size=6),
+        st.sampled_from([" ", " ", "  ", "   ", ".", ",", ", ", "(", ")", "-", "+", "/", "\n",
+                         "\n\n", ":\n", "'", "'s", "\u00b2", "\u0663", "\u2166", "\u00e9", "\t",
+                         "\u201c", "x.", "\r\n"]),
+    ),
+    min_size=1, max_size=60,
+).map("".join)
+
+
+@settings(max_examples=3500)
+@given(number_stream, st.integers(0, 2))
+def test_utf8_scanners_on_numbers(text, skip):
+    text = text[skip:]
+    for pattern, scanner in PATTERNS:
+        assert native_utf8_pieces(scanner, text) == regex.findall(pattern, text), (pattern, text)
+
+
 @pytest.mark.parametrize("text", [
+    "in 1865, 12 of 345 (6.7%) and 1234567 x1 2x " * 3,  # digit runs of 1 to 7, in blocks
+    "a  12  b 1\n2\n\nx 12\u00b2 3\u0663 4.x",             # spaces and newlines beside digits
     "\u201cThe end,\u201d she said.",                 # a quote as a word's prefix, and after one
     "don\u2019t \u2018x\u2019 \u2014 yes\u2026",        # an apostrophe, a dash, an ellipsis
     "word\n\n\u201cNext\u201d\n/ x.\n/y",            # newlines before a quote; a slash after them
