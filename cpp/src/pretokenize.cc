@@ -183,11 +183,42 @@ inline size_t ascii_run(const Units<uint8_t>& s, size_t i, uint32_t fold, uint32
   return ascii_run_bytes(s.data, s.n, i, fold, lo, count);
 }
 
-// \p{L}+ from i, ASCII letters first without the class table (most words are all ASCII).
+// On UTF-8 text from b: the end of the run of three-byte characters (the scripts of most of
+// Asia, CJK among them) whose classes hold all of `need`, read without the general decoder (a
+// branch on each character's length, a bounds check on each byte); `marked` is set past each
+// one whose classes hold `mark` too. (The same code points and classes as char_at: the
+// general path takes over where the run stops.) On code points, the run is empty.
+inline size_t three_byte_run(std::string_view s, size_t b, uint8_t need, uint8_t mark,
+                             size_t& marked) {
+  const auto* p = reinterpret_cast<const unsigned char*>(s.data());
+  while (s.size() - b >= 3) {
+    const uint32_t c0 = p[b];
+    const uint32_t c1 = p[b + 1];
+    const uint32_t c2 = p[b + 2];
+    // (one branch: a lead byte 1110xxxx, then two 10xxxxxx)
+    if ((((c0 ^ 0xE0u) & 0xF0u) | ((c1 ^ 0x80u) & 0xC0u) | ((c2 ^ 0x80u) & 0xC0u)) != 0) break;
+    const uint32_t cp = (c0 & 0x0Fu) << 12 | (c1 & 0x3Fu) << 6 | (c2 & 0x3Fu);
+    const uint8_t f =
+        uc::kUnicodeStage2[std::size_t{uc::kUnicodeStage1[cp >> 8]} * 256 + (cp & 0xFF)];
+    if ((f & need) != need) break;
+    b += 3;
+    if ((f & mark) != 0) marked = b;
+  }
+  return b;
+}
+template <typename S>
+size_t three_byte_run(const S&, size_t b, uint8_t, uint8_t, size_t&) {
+  return b;
+}
+
+// \p{L}+ from i, ASCII letters first without the class table (most words are all ASCII), then
+// three-byte letters.
 template <typename S>
 size_t letters(const S& s, size_t i) {
   i = ascii_run(s, i, 0x20, 'a', 26);
   if (i == s.size() || unit(s, i) < 0x80) return i;
+  size_t unused = 0;
+  i = three_byte_run(s, i, uc::kLetter, 0, unused);
   return run(s, i, is_letter);
 }
 
@@ -282,6 +313,8 @@ size_t upper_then_lower(const S& s, size_t i) {
   size_t b = i;
   size_t end = npos;
   while (b < s.size()) {
+    b = three_byte_run(s, b, uc::kUpperish, uc::kLowerish, end);
+    if (b == s.size()) break;
     const Char d = char_at(s, b);
     if (!is_upperish(d)) break;
     b += d.len;

@@ -191,13 +191,18 @@ def test_utf8_scanners_on_prose_and_numbers(text, skip):
 @pytest.mark.parametrize("text", [
     "in 1865, 12 of 345 (6.7%) and 1234567 x1 2x " * 3,  # digit runs of 1 to 7, in blocks
     "a  12  b 1\n2\n\nx 12\u00b2 3\u0663 4.x",             # spaces and newlines beside digits
+    # runs of three-byte characters (read without the general decoder), ending on anything
+    "\u4e2d\u6587\u3001\u65e5\u672c\u8a9e\u30c6\u30ad\u30b9\u30c8\u30fc\u3002"
+    "\ud55c\uad6d\uc5b4 \u0e44\u0e17\u0e22",
+    "\u1e00\u1e01\u1e02x \u1e01\u1e00 \u4e2d\u3005\u3000\u4e2d\u2166\u4e2d'S \u4e2d\u00e9\u4e2d",
+    "\u4e2d" * 30 + "\u0301",
     "\u201cThe end,\u201d she said.",                 # a quote as a word's prefix, and after one
     "don\u2019t \u2018x\u2019 \u2014 yes\u2026",        # an apostrophe, a dash, an ellipsis
     "word\n\n\u201cNext\u201d\n/ x.\n/y",            # newlines before a quote; a slash after them
     "a\u2028b \u2030c\u200bd\u201d",                 # E2 80 xx that are not prose punctuation
     "x" * 70 + ".\u201d",                           # the text's end after a block's worth
 ])
-def test_prose_punctuation(text):
+def test_utf8_scanner_examples(text):
     for pattern, scanner in PATTERNS:
         assert native_utf8_pieces(scanner, text) == regex.findall(pattern, text), (pattern, text)
 
