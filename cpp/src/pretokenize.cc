@@ -7,9 +7,6 @@
 #if defined(__SSE2__) && (defined(__GNUC__) || defined(__clang__))  // __builtin_ctz below
 #include <emmintrin.h>
 #define TOKENMILL_SSE2 1
-// (word_run, inlined into its loop: called, it cost code 7% more instructions than before it
-// took quotes and dashes.)
-#define TOKENMILL_INLINE inline __attribute__((always_inline))
 #endif
 
 namespace tokenmill {
@@ -546,8 +543,8 @@ inline Block64 classify64(const unsigned char* p) {
 // is cl100k_family's. Most blocks of English have none, and the masks of digits in all of them
 // cost it 1.3% more instructions.)
 template <bool split_case, bool cl100k_family, bool digits>
-TOKENMILL_INLINE size_t block_pieces(const Block64& b, const unsigned char* p, size_t i,
-                                     uint64_t text_end, size_t* ends, size_t max) {
+TOKENMILL_ALWAYS_INLINE size_t block_pieces(const Block64& b, const unsigned char* p, size_t i,
+                                            uint64_t text_end, size_t* ends, size_t max) {
   const uint64_t space_word = b.space & (b.letter >> 1);  // a space with a letter after it
   // A space with another after it: all but the last of a run (the run is a piece of its own
   // only if it ends before a word or punctuation, and then its last space is a space_word or a
@@ -636,9 +633,10 @@ TOKENMILL_INLINE size_t block_pieces(const Block64& b, const unsigned char* p, s
   return k;
 }
 
+// (Inlined into its loop: called, it cost code 7% more instructions.)
 template <bool split_case, bool cl100k_family>
-TOKENMILL_INLINE size_t word_run(const unsigned char* p, size_t i, uint64_t text_end, size_t* ends,
-                                 size_t max) {
+TOKENMILL_ALWAYS_INLINE size_t word_run(const unsigned char* p, size_t i, uint64_t text_end,
+                                        size_t* ends, size_t max) {
   const Block64 b = classify64(p + i);
   if (cl100k_family && b.digit != 0) {
     return block_pieces<split_case, cl100k_family, true>(b, p, i, text_end, ends, max);

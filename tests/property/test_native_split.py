@@ -139,14 +139,6 @@ code_stream = st.lists(
 ).map("".join)
 
 
-@settings(max_examples=3500)
-@given(st.one_of(word_stream, code_stream), st.integers(0, 3))
-def test_utf8_scanners_on_streams_of_words_and_code(text, skip):
-    text = text[skip:]
-    for pattern, scanner in PATTERNS:
-        assert native_utf8_pieces(scanner, text) == regex.findall(pattern, text), (pattern, text)
-
-
 # Prose as it is printed: curly quotes, dashes and an ellipsis (three bytes each in UTF-8, which
 # the byte scanners' masks take as punctuation) before and after words, as a word's prefix
 # ("\u201cThe", "\u2019s"), beside ASCII punctuation and newlines; the characters of E2 80 xx
@@ -180,9 +172,9 @@ number_stream = st.lists(
 ).map("".join)
 
 
-@settings(max_examples=6000)
-@given(st.one_of(prose_stream, number_stream), st.integers(0, 2))
-def test_utf8_scanners_on_prose_and_numbers(text, skip):
+@settings(max_examples=9500)
+@given(st.one_of(word_stream, code_stream, prose_stream, number_stream), st.integers(0, 3))
+def test_utf8_scanners_on_streams_of_words_code_prose_and_numbers(text, skip):
     text = text[skip:]
     for pattern, scanner in PATTERNS:
         assert native_utf8_pieces(scanner, text) == regex.findall(pattern, text), (pattern, text)
