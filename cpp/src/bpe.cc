@@ -433,7 +433,7 @@ void BPEModel::encode_word_dropout(std::string_view word, double dropout, uint64
 // copy only if the version was even and unchanged around it. (Per-thread caches, tried first,
 // started empty in every thread: two threads missed nearly twice as often as one.)
 namespace {
-constexpr std::size_t kPieceKeyBytes = 32;
+constexpr std::size_t kPieceKeyBytes = BPEModel::kPieceCacheBytes;
 constexpr std::size_t kPieceTokens = 4;
 constexpr unsigned kWordCacheMark = 0xFF;  // an entry's token count: "in the word cache"
 constexpr int kPieceCacheBits = 16;  // sets of two lines: 8 MiB
@@ -583,18 +583,39 @@ bool BPEModel::piece_cached() const {
 }
 
 namespace {
-// Piece k of a batch: bounds[2k, 2k + 1] are offsets into text that the scanner found, so
-// inside it (encode_text's contract), and the piece is taken without substr's check and clamp.
-inline std::string_view piece_at(std::string_view text, const uint32_t* bounds, std::size_t k) {
-  return {text.data() + bounds[2 * k], std::size_t{bounds[2 * k + 1]} - bounds[2 * k]};
+// Where a batch's pieces are. Either (start, end) pairs, bounds[2k, 2k + 1], which may leave
+// bytes out between pieces (a pattern that drops some) ...
+struct PiecePairs {
+  static constexpr bool kLongPieces = false;  // the caller cuts those by backtracking
+  const uint32_t* bounds;
+  std::size_t begin(std::size_t k) const { return bounds[2 * k]; }
+  std::size_t end(std::size_t k) const { return bounds[2 * k + 1]; }
+  PiecePairs after(std::size_t n) const { return {bounds + 2 * n}; }
+};
+// ... or the ends of pieces that follow one another, as the scanner gives them: piece k is
+// [ends[k - 1], ends[k]), ends[-1] the first one's start (read, so it must be there).
+struct PieceRun {
+  static constexpr bool kLongPieces = true;  // encode_run_ids cuts those by backtracking
+  const std::size_t* ends;
+  std::size_t begin(std::size_t k) const { return ends[k - 1]; }
+  std::size_t end(std::size_t k) const { return ends[k]; }
+  PieceRun after(std::size_t n) const { return {ends + n}; }
+};
+
+// Piece k of a batch: its offsets are inside text, as the scanner found them (encode_text's
+// contract), and the piece is taken without substr's check and clamp.
+template <typename Bounds>
+inline std::string_view piece_at(std::string_view text, const Bounds& bounds, std::size_t k) {
+  return {text.data() + bounds.begin(k), bounds.end(k) - bounds.begin(k)};
 }
 
 // The key of piece k, if it fits in the cache, and its line asked for.
-inline void key_piece(std::string_view text, const uint32_t* bounds, std::size_t k,
+template <typename Bounds>
+inline void key_piece(std::string_view text, const Bounds& bounds, std::size_t k,
                       PieceCacheSet* cache, PieceKey* keys) {
-  const std::size_t len = bounds[2 * k + 1] - bounds[2 * k];
+  const std::size_t len = bounds.end(k) - bounds.begin(k);
   if (len == 0 || len > kPieceKeyBytes) return;
-  piece_key(text, bounds[2 * k], len, keys[k]);
+  piece_key(text, bounds.begin(k), len, keys[k]);
   __builtin_prefetch(&piece_slot(cache, keys[k]));
 }
 
@@ -603,7 +624,7 @@ inline void key_piece(std::string_view text, const uint32_t* bounds, std::size_t
 inline std::size_t key_pieces(std::string_view text, const uint32_t* bounds, std::size_t count,
                               PieceCacheSet* cache, PieceKey (&keys)[BPEModel::kPieceBatch]) {
   const std::size_t n = std::min(count, BPEModel::kPieceBatch);
-  for (std::size_t k = 0; k < n; ++k) key_piece(text, bounds, k, cache, keys);
+  for (std::size_t k = 0; k < n; ++k) key_piece(text, PiecePairs{bounds}, k, cache, keys);
   return n;
 }
 
@@ -864,13 +885,27 @@ void BPEModel::encode_pieces(std::string_view text, const uint32_t* bounds, std:
   if (count > n) encode_pieces(text, bounds + 2 * n, count - n, out);
 }
 
-void BPEModel::encode_pieces_ids(std::string_view text, const uint32_t* bounds, std::size_t count,
-                                 std::vector<uint32_t>& ids) const {
+template <typename Bounds>
+void BPEModel::encode_ids_of(std::string_view text, const Bounds& bounds, std::size_t count,
+                             std::vector<uint32_t>& ids) const {
   thread_local std::vector<TokenSpan> spans;  // the pieces the cache does not hold
   if (!piece_cached()) {
     spans.clear();
-    encode_pieces(text, bounds, count, spans);
-    for (const TokenSpan& s : spans) ids.push_back(s.id);
+    auto spans_to_ids = [&] {
+      for (const TokenSpan& s : spans) ids.push_back(s.id);
+      spans.clear();
+    };
+    for (std::size_t k = 0; k < count; ++k) {
+      const std::string_view piece = piece_at(text, bounds, k);
+      if constexpr (Bounds::kLongPieces) {
+        if (piece.size() >= backtrack_threshold()) {
+          spans_to_ids();
+          if (encode_long_ids(piece, ids)) continue;
+        }
+      }
+      encode_word(piece, spans);
+    }
+    spans_to_ids();
     if (spans.capacity() > kScratchKept) std::vector<TokenSpan>().swap(spans);
     return;
   }
@@ -946,6 +981,9 @@ void BPEModel::encode_pieces_ids(std::string_view text, const uint32_t* bounds, 
       continue;
     }
     if (piece.size() > kPieceKeyBytes) {
+      if constexpr (Bounds::kLongPieces) {
+        if (piece.size() >= backtrack_threshold() && encode_long_ids(piece, ids)) continue;
+      }
       encode_word_ids(piece, ids, spans, word_cacheable(piece) ? &keys[k].hash : nullptr);
       continue;
     }
@@ -955,7 +993,17 @@ void BPEModel::encode_pieces_ids(std::string_view text, const uint32_t* bounds, 
   }
   hand_over();
   if (spans.capacity() > kScratchKept) std::vector<TokenSpan>().swap(spans);
-  if (count > n) encode_pieces_ids(text, bounds + 2 * n, count - n, ids);
+  if (count > n) encode_ids_of(text, bounds.after(n), count - n, ids);
+}
+
+void BPEModel::encode_pieces_ids(std::string_view text, const uint32_t* bounds, std::size_t count,
+                                 std::vector<uint32_t>& ids) const {
+  encode_ids_of(text, PiecePairs{bounds}, count, ids);
+}
+
+void BPEModel::encode_run_ids(std::string_view text, const std::size_t* ends, std::size_t count,
+                              std::vector<uint32_t>& ids) const {
+  encode_ids_of(text, PieceRun{ends}, count, ids);
 }
 
 void BPEModel::encode_word_uncached(std::string_view word, std::vector<TokenSpan>& out) const {

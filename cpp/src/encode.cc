@@ -304,6 +304,7 @@ void encode_text(const BPEModel& model, SplitPattern pattern, std::string_view t
     throw Error("a text of 4 GiB or more has offsets that do not fit in 32 bits");
   }
   auto flush = [&] {
+    if (count == 0) return;
     if (!with_offsets) {
       model.encode_pieces_ids(text.substr(window), bounds, count, out.ids);
       count = 0;
@@ -326,7 +327,13 @@ void encode_text(const BPEModel& model, SplitPattern pattern, std::string_view t
   // a run is met: std::call_once sets two thread-locals and clears them a call, done or not).
   bool digit_groups = pattern == SplitPattern::kCL100K || pattern == SplitPattern::kO200K;
   const bool fast_bounds = !drops && text.size() <= kMax32;
+  // Ids only, nothing dropped: the scanner's ends go to the model as they are (a piece long
+  // enough for backtracking is cut there, which it does for pieces too long for the piece
+  // cache: with the threshold lowered below that, as tests do, bounds are made as for the
+  // other cases).
+  const bool run = !with_offsets && !drops && long_piece > BPEModel::kPieceCacheBytes;
   const uint32_t* digit_ids = nullptr;
+  std::size_t run_ends[kBatch + 1];  // [0]: the first piece's start
   std::size_t piece_ends[kBatch];
   std::size_t scanned = 0;
   std::size_t next = 0;  // piece_ends[next, scanned) are still to be taken
@@ -340,6 +347,13 @@ void encode_text(const BPEModel& model, SplitPattern pattern, std::string_view t
           continue;
         }
         digit_groups = false;  // no table for this model: runs go through the scanner
+      }
+      if (run) {
+        run_ends[0] = i;
+        const std::size_t got = scan_pieces(pattern, text, i, run_ends + 1, kBatch);
+        model.encode_run_ids(text, run_ends + 1, got, out.ids);
+        i = run_ends[got];
+        continue;
       }
       scanned = scan_pieces(pattern, text, i, piece_ends, kBatch);
       next = 0;

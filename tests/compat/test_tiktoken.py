@@ -97,6 +97,36 @@ def test_long_pieces_are_cut_by_backtracking_as_tiktoken_cuts_them(shared_data, 
         _core.set_backtrack_bytes(previous)
 
 
+@pytest.mark.parametrize("capacity", [0, None])
+@pytest.mark.parametrize("name", ["cl100k_base", "o200k_base"])
+def test_long_pieces_among_short_ones_with_and_without_the_caches(shared_data, encodings, pairs,
+                                                                 monkeypatch, name, capacity):
+    # Encoding hands the scanner's pieces to the model a batch at a time, and the model cuts a
+    # piece of 32 kB or more by backtracking where it meets it in the batch: between short
+    # pieces, at a batch's first and last place, two in a row, and with the caches off (the
+    # model then takes each piece by itself).
+    import tokenmill.formats.tiktoken as tiktoken_format
+
+    if capacity is not None:
+        monkeypatch.setattr(tiktoken_format, "CACHE_CAPACITY", capacity)
+    tok = tokenmill.load(name, path=shared_data / encodings[name]["file"])
+    ref = pairs[name][1]
+    rnd = random.Random(f"{name}/{capacity}")
+    long_pieces = ["".join(rnd.choices("acgt", k=33_000)), "中" * 11_000,
+                   "".join(rnd.choices(string.ascii_letters, k=40_000))]
+    words = "the cat, sat on 12345 mats; don't\n\tstop ".split(" ")
+    texts = []
+    for _text in range(12):
+        parts = [rnd.choice(words) for _ in range(rnd.randint(0, 70))]
+        for _ in range(rnd.randint(1, 3)):
+            parts.insert(rnd.randint(0, len(parts)), rnd.choice(long_pieces))
+        texts.append(" ".join(parts))
+    texts += [long_pieces[0] + " " + long_pieces[1], "x " * 63 + long_pieces[2]]
+    got = tok.encode_ordinary_batch(texts)
+    assert got == ref.encode_ordinary_batch(texts)
+    assert [tok.encode_ordinary(t) for t in texts[:3]] == got[:3]
+
+
 @pytest.mark.parametrize("name", ["cl100k_base", "o200k_base"])
 def test_backtracking_alone_cuts_every_piece_as_tiktoken(shared_data, encodings, pairs,
                                                         corpus_lines, name):

@@ -124,11 +124,19 @@ class BPEModel {
   // with spans relative to text. Faster than one call a piece: the cache lines of a batch of
   // pieces are asked for before any is used.
   static constexpr std::size_t kPieceBatch = 64;
+  // Pieces of up to this many bytes may be kept in the piece cache.
+  static constexpr std::size_t kPieceCacheBytes = 32;
   void encode_pieces(std::string_view text, const uint32_t* bounds, std::size_t count,
                      std::vector<TokenSpan>& out) const;
   // The same, the ids only (no spans made for pieces found in the cache).
   void encode_pieces_ids(std::string_view text, const uint32_t* bounds, std::size_t count,
                          std::vector<uint32_t>& ids) const;
+  // The same for pieces that follow one another, as scan_pieces gives them: piece k is
+  // text[ends[k - 1], ends[k]), where ends[-1], the first piece's start, must be readable.
+  // A piece long enough for backtracking (backtrack_threshold) is cut by it, as
+  // encode_long_ids would.
+  void encode_run_ids(std::string_view text, const std::size_t* ends, std::size_t count,
+                      std::vector<uint32_t>& ids) const;
 
   // BPE-dropout (Provilkov et al., 2020): as encode_word, but at every step each applicable
   // merge is skipped with probability `dropout`, in rank order, and the first one kept is
@@ -211,6 +219,9 @@ class BPEModel {
   // The same for the ids path, where the piece is ASCII and ascii_merges_ holds: merged on
   // arrays of ids and token ends (merge_ascii); writes its ids at tok (room for one a byte)
   // and returns how many.
+  template <typename Bounds>  // encode_pieces_ids and encode_run_ids
+  void encode_ids_of(std::string_view text, const Bounds& bounds, std::size_t count,
+                     std::vector<uint32_t>& ids) const;
   std::size_t encode_missed_ascii(std::string_view piece, const PieceKey& key,
                                   PieceCacheSet& set, uint32_t* tok) const;
   // ascii_merges_: merges an ASCII piece of at most 32 bytes as apply_merges does its bytes'
