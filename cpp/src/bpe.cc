@@ -910,6 +910,7 @@ void BPEModel::encode_ids_of(std::string_view text, const Bounds& bounds, std::s
     return;
   }
   // As encode_pieces; a piece found in the cache gives the ids of its entry, with no spans.
+  const std::size_t long_piece = Bounds::kLongPieces ? backtrack_threshold() : ~std::size_t{0};
   PieceCacheSet* const cache = shared_piece_cache();
   const uint32_t tag = piece_tag(serial_);
   PieceKey keys[kPieceBatch];
@@ -955,7 +956,8 @@ void BPEModel::encode_ids_of(std::string_view text, const Bounds& bounds, std::s
         !piece_find(piece_slot(cache, keys[k]), tag, keys[k], piece.size(), found[k].meta,
                     found[k].ids)) {
       found[k].meta = 0;
-      prefetch_word(piece);
+      // (not for a piece that backtracking cuts: the line would wait for a hash of it all)
+      if (!Bounds::kLongPieces || piece.size() < long_piece) prefetch_word(piece);
       if (piece.size() > kPieceKeyBytes && word_cacheable(piece)) {
         // A long piece's key is its hash (for the word cache, whose line is asked for too).
         keys[k].hash = hash_bytes(piece);
@@ -982,7 +984,7 @@ void BPEModel::encode_ids_of(std::string_view text, const Bounds& bounds, std::s
     }
     if (piece.size() > kPieceKeyBytes) {
       if constexpr (Bounds::kLongPieces) {
-        if (piece.size() >= backtrack_threshold() && encode_long_ids(piece, ids)) continue;
+        if (piece.size() >= long_piece && encode_long_ids(piece, ids)) continue;
       }
       encode_word_ids(piece, ids, spans, word_cacheable(piece) ? &keys[k].hash : nullptr);
       continue;

@@ -26,6 +26,14 @@
 #include "tokenmill/bpe.h"
 #include "merge_lookup.h"
 
+// A lambda's body inlined where it is called (the search's longest match, called from two
+// places: left to itself, the compiler stopped inlining it once it had grown).
+#if defined(__GNUC__) || defined(__clang__)
+#define TOKENMILL_LAMBDA_INLINE __attribute__((always_inline))
+#else
+#define TOKENMILL_LAMBDA_INLINE
+#endif
+
 namespace tokenmill {
 
 namespace {
@@ -368,9 +376,16 @@ bool BPEModel::encode_backtrack(const Backtrack& bt, std::string_view word,
   // dead[p]: no encoding of the rest goes on from position p (found by stepping back from it).
   std::vector<uint64_t> dead(n / 64 + 1, 0);
   auto is_dead = [&](std::size_t p) { return (dead[p >> 6] >> (p & 63)) & 1; };
+  // Text that repeats (one character, a short motif) walks the prefix table from the same
+  // bytes again and again: the last walk that stopped within the eight bytes from its start
+  // keeps its answer under them, and a walk from the same eight bytes takes it. (A table of
+  // 1024 such answers by hash, tried first, cost random letters 3% more instructions and DNA
+  // 7%, where this costs a comparison a walk.)
+  uint64_t last_eight = 0;
+  uint32_t last_answer = kNone;  // kNone: none kept
   // The longest token at p (every byte is one, so there always is one); kNone if the table
   // named a token the text does not hold (two strings with one key).
-  auto longest = [&](std::size_t p) {
+  auto longest = [&](std::size_t p) TOKENMILL_LAMBDA_INLINE {
     const auto b0 = static_cast<unsigned char>(word[p]);
     uint32_t best = bt.byte_token[b0];
     if (p + 1 == n) return best;
@@ -392,8 +407,15 @@ bool BPEModel::encode_backtrack(const Backtrack& bt, std::string_view word,
       h = prefix_step(h, b2);
       from = p + 3;
     }
-    // The longer prefixes: the prefix table. The keys of the next few prefixes do not depend
-    // on the lookups, so their lines are asked for together.
+    // The longer prefixes: the prefix table, unless the last walk's answer holds.
+    const bool eight_in = p + 8 <= n;
+    uint64_t eight = 0;
+    if (eight_in) {
+      std::memcpy(&eight, word.data() + p, 8);
+      if (eight == last_eight && last_answer != kNone) return last_answer;
+    }
+    // The keys of the next few prefixes do not depend on the lookups, so their lines are
+    // asked for together.
     constexpr std::size_t kAhead = 3;
     uint64_t keys[kAhead];
     const std::size_t ahead = std::min(kAhead, n - from);
@@ -406,7 +428,8 @@ bool BPEModel::encode_backtrack(const Backtrack& bt, std::string_view word,
     }
     uint32_t found = kNone;
     uint32_t value = 0;
-    for (std::size_t i = from; i < n; ++i) {
+    std::size_t i = from;
+    for (; i < n; ++i) {
       uint64_t key = 0;
       if (i - from < ahead) {
         key = keys[i - from];
@@ -417,8 +440,13 @@ bool BPEModel::encode_backtrack(const Backtrack& bt, std::string_view word,
       if (!bt.prefixes.find(key, value)) break;
       if (value != 0) found = value - 1;
     }
-    if (found == kNone) return best;
-    return bt.spelled_at(word, p, found) ? found : kNone;
+    if (found != kNone) best = bt.spelled_at(word, p, found) ? found : kNone;
+    // The answer depends on text[p, i] alone (the walk stopped at a prefix that is none).
+    if (eight_in && i < p + 8 && best != kNone) {
+      last_eight = eight;
+      last_answer = best;
+    }
+    return best;
   };
   // Compatibility depends on the two tokens only, and the pairs of a text from a small
   // alphabet (DNA, digits, one character repeated) come back again and again: the answers are

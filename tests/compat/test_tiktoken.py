@@ -155,6 +155,32 @@ def test_backtracking_alone_cuts_every_piece_as_tiktoken(shared_data, encodings,
         assert model.backtrack_ids(data) == single(data), piece[:80]
 
 
+MOTIF_CHARACTERS = "ab1 =-\n\u00e9\u4e2d\u6587\u306e\U0001f600"
+
+
+@pytest.mark.parametrize("name", ["cl100k_base", "o200k_base"])
+def test_backtracking_on_text_that_repeats(shared_data, encodings, pairs, name):
+    # The search takes the last longest match again where the same eight bytes come back
+    # (one character repeated, a short motif): never where the match depended on more than
+    # those bytes, or on where the piece ends. Motifs of one to five characters (bytes of one
+    # to four), repeated, with something else before, between and after.
+    tok = tokenmill.load(name, path=shared_data / encodings[name]["file"])
+    model = tok.native_plan()[0]
+    ref = pairs[name][1]
+    single = getattr(ref, "encode_single_piece", None) or ref._encode_single_piece
+    motif = st.text(alphabet=MOTIF_CHARACTERS, min_size=1, max_size=5)
+    part = st.tuples(motif, st.integers(1, 300)).map(lambda m: m[0] * m[1])
+    other = st.text(alphabet=MOTIF_CHARACTERS + "xyz", max_size=12)
+
+    @settings(max_examples=300, deadline=None, derandomize=True)
+    @given(st.lists(st.tuples(part, other), min_size=1, max_size=4), other)
+    def check(parts, tail):
+        data = ("".join(a + b for a, b in parts) + tail).encode("utf-8")
+        assert model.backtrack_ids(data) == single(data)
+
+    check()
+
+
 @pytest.mark.parametrize("name", ["cl100k_base", "o200k_base"])
 @pytest.mark.parametrize("capacity", [None, 16])
 def test_pieces_the_piece_cache_cannot_hold(shared_data, encodings, pairs, monkeypatch, name,
