@@ -377,11 +377,11 @@ bool BPEModel::encode_backtrack(const Backtrack& bt, std::string_view word,
   std::vector<uint64_t> dead(n / 64 + 1, 0);
   auto is_dead = [&](std::size_t p) { return (dead[p >> 6] >> (p & 63)) & 1; };
   // Text that repeats (one character, a short motif) walks the prefix table from the same
-  // bytes again and again: the last walk that stopped within the eight bytes from its start
-  // keeps its answer under them, and a walk from the same eight bytes takes it. (A table of
+  // bytes again and again: the last walk that stopped within the sixteen bytes from its start
+  // keeps its answer under them, and a walk from the same sixteen bytes takes it. (A table of
   // 1024 such answers by hash, tried first, cost random letters 3% more instructions and DNA
   // 7%, where this costs a comparison a walk.)
-  uint64_t last_eight = 0;
+  uint64_t last_bytes[2] = {0, 0};
   uint32_t last_answer = kNone;  // kNone: none kept
   // The longest token at p (every byte is one, so there always is one); kNone if the table
   // named a token the text does not hold (two strings with one key).
@@ -408,11 +408,14 @@ bool BPEModel::encode_backtrack(const Backtrack& bt, std::string_view word,
       from = p + 3;
     }
     // The longer prefixes: the prefix table, unless the last walk's answer holds.
-    const bool eight_in = p + 8 <= n;
-    uint64_t eight = 0;
-    if (eight_in) {
-      std::memcpy(&eight, word.data() + p, 8);
-      if (eight == last_eight && last_answer != kNone) return last_answer;
+    constexpr std::size_t kKept = 16;
+    const bool kept_in = p + kKept <= n;
+    uint64_t bytes[2] = {0, 0};
+    if (kept_in) {
+      std::memcpy(bytes, word.data() + p, kKept);
+      if (bytes[0] == last_bytes[0] && bytes[1] == last_bytes[1] && last_answer != kNone) {
+        return last_answer;
+      }
     }
     // The keys of the next few prefixes do not depend on the lookups, so their lines are
     // asked for together.
@@ -442,8 +445,9 @@ bool BPEModel::encode_backtrack(const Backtrack& bt, std::string_view word,
     }
     if (found != kNone) best = bt.spelled_at(word, p, found) ? found : kNone;
     // The answer depends on text[p, i] alone (the walk stopped at a prefix that is none).
-    if (eight_in && i < p + 8 && best != kNone) {
-      last_eight = eight;
+    if (kept_in && i < p + kKept && best != kNone) {
+      last_bytes[0] = bytes[0];
+      last_bytes[1] = bytes[1];
       last_answer = best;
     }
     return best;

@@ -160,7 +160,7 @@ MOTIF_CHARACTERS = "ab1 =-\n\u00e9\u4e2d\u6587\u306e\U0001f600"
 
 @pytest.mark.parametrize("name", ["cl100k_base", "o200k_base"])
 def test_backtracking_on_text_that_repeats(shared_data, encodings, pairs, name):
-    # The search takes the last longest match again where the same eight bytes come back
+    # The search takes the last longest match again where the same sixteen bytes come back
     # (one character repeated, a short motif): never where the match depended on more than
     # those bytes, or on where the piece ends. Motifs of one to five characters (bytes of one
     # to four), repeated, with something else before, between and after.
