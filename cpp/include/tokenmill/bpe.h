@@ -207,6 +207,10 @@ class BPEModel {
   // Asks for the memory encode_word_uncached reads first (the word's vocabulary slot).
   void prefetch_word(std::string_view word) const { vocab_.prefetch(word); }
   bool piece_cached() const;  // whether short pieces go through the piece cache
+  // encode_pieces_ids and encode_run_ids, the batch's pieces where Bounds says (bpe.cc).
+  template <typename Bounds>
+  void encode_ids_of(std::string_view text, const Bounds& bounds, std::size_t count,
+                     std::vector<uint32_t>& ids) const;
   // A piece of up to 32 bytes through the piece cache; its spans start at offset. The two
   // ways it takes when the piece has no tokens in its entry: the entry sends it to the word
   // cache (marked), or there is no entry (missed: merged, and an entry written if it can).
@@ -219,9 +223,6 @@ class BPEModel {
   // The same for the ids path, where the piece is ASCII and ascii_merges_ holds: merged on
   // arrays of ids and token ends (merge_ascii); writes its ids at tok (room for one a byte)
   // and returns how many.
-  template <typename Bounds>  // encode_pieces_ids and encode_run_ids
-  void encode_ids_of(std::string_view text, const Bounds& bounds, std::size_t count,
-                     std::vector<uint32_t>& ids) const;
   std::size_t encode_missed_ascii(std::string_view piece, const PieceKey& key,
                                   PieceCacheSet& set, uint32_t* tok) const;
   // ascii_merges_: merges an ASCII piece of at most 32 bytes as apply_merges does its bytes'
