@@ -889,6 +889,8 @@ template <typename Bounds>
 void BPEModel::encode_ids_of(std::string_view text, const Bounds& bounds, std::size_t count,
                              std::vector<uint32_t>& ids) const {
   thread_local std::vector<TokenSpan> spans;  // the pieces the cache does not hold
+  // Pieces this long are cut by backtracking here (for a PieceRun; pairs come without them).
+  const std::size_t long_piece = Bounds::kLongPieces ? backtrack_threshold() : ~std::size_t{0};
   if (!piece_cached()) {
     spans.clear();
     auto spans_to_ids = [&] {
@@ -897,11 +899,9 @@ void BPEModel::encode_ids_of(std::string_view text, const Bounds& bounds, std::s
     };
     for (std::size_t k = 0; k < count; ++k) {
       const std::string_view piece = piece_at(text, bounds, k);
-      if constexpr (Bounds::kLongPieces) {
-        if (piece.size() >= backtrack_threshold()) {
-          spans_to_ids();
-          if (encode_long_ids(piece, ids)) continue;
-        }
+      if (piece.size() >= long_piece) {
+        spans_to_ids();
+        if (encode_long_ids(piece, ids)) continue;
       }
       encode_word(piece, spans);
     }
@@ -910,7 +910,6 @@ void BPEModel::encode_ids_of(std::string_view text, const Bounds& bounds, std::s
     return;
   }
   // As encode_pieces; a piece found in the cache gives the ids of its entry, with no spans.
-  const std::size_t long_piece = Bounds::kLongPieces ? backtrack_threshold() : ~std::size_t{0};
   PieceCacheSet* const cache = shared_piece_cache();
   const uint32_t tag = piece_tag(serial_);
   PieceKey keys[kPieceBatch];
@@ -957,7 +956,7 @@ void BPEModel::encode_ids_of(std::string_view text, const Bounds& bounds, std::s
                     found[k].ids)) {
       found[k].meta = 0;
       // (not for a piece that backtracking cuts: the line would wait for a hash of it all)
-      if (!Bounds::kLongPieces || piece.size() < long_piece) prefetch_word(piece);
+      if (piece.size() < long_piece) prefetch_word(piece);
       if (piece.size() > kPieceKeyBytes && word_cacheable(piece)) {
         // A long piece's key is its hash (for the word cache, whose line is asked for too).
         keys[k].hash = hash_bytes(piece);
@@ -983,9 +982,7 @@ void BPEModel::encode_ids_of(std::string_view text, const Bounds& bounds, std::s
       continue;
     }
     if (piece.size() > kPieceKeyBytes) {
-      if constexpr (Bounds::kLongPieces) {
-        if (piece.size() >= long_piece && encode_long_ids(piece, ids)) continue;
-      }
+      if (piece.size() >= long_piece && encode_long_ids(piece, ids)) continue;
       encode_word_ids(piece, ids, spans, word_cacheable(piece) ? &keys[k].hash : nullptr);
       continue;
     }

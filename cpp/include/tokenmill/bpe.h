@@ -134,7 +134,8 @@ class BPEModel {
   // The same for pieces that follow one another, as scan_pieces gives them: piece k is
   // text[ends[k - 1], ends[k]), where ends[-1], the first piece's start, must be readable.
   // A piece long enough for backtracking (backtrack_threshold) is cut by it, as
-  // encode_long_ids would.
+  // encode_long_ids would, when it is too long for the piece cache (kPieceCacheBytes);
+  // shorter ones take the cache whatever the threshold.
   void encode_run_ids(std::string_view text, const std::size_t* ends, std::size_t count,
                       std::vector<uint32_t>& ids) const;
 
