@@ -44,8 +44,8 @@ using tokenmill::BPEOptions;
 using tokenmill::Merge;
 
 // Python ints for token ids, made once and shared: a list of ids then costs a pointer per token
-// instead of an allocation. Ids below kIntCache are kept, in pages allocated when first used, so
-// a tokenizer pays for the ids it emits only. Touched with the GIL held only.
+// instead of an allocation. Ids below kIntCache are kept, in memory whose pages are taken as they
+// are first written, so a tokenizer pays for the ids it emits only. Touched with the GIL held only.
 //
 // Each page holds its ints themselves, in id order, not pointers to ints made one by one. An
 // int here is a copy of one CPython made, holding a reference of its own that is never given
@@ -69,6 +69,7 @@ constexpr uint32_t kIntPageIds = 1u << kIntPageBits;
 constexpr uint32_t kIntCache = 1u << 20;
 
 #if !defined(Py_TRACE_REFS) && !defined(Py_REF_DEBUG) && !defined(Py_GIL_DISABLED)
+#define TOKENMILL_KEPT_INTS 1
 #if PY_VERSION_HEX < 0x030C0000 && SIZEOF_VOID_P == 8
 // 2^60 references: a decrement a nanosecond would take 36 years to end them.
 constexpr Py_ssize_t kKeptReferences = Py_ssize_t{1} << 60;
@@ -81,19 +82,26 @@ struct alignas(32) IntSlot {
   unsigned char bytes[32];
 };
 static_assert(sizeof(PyLongObject) <= sizeof(IntSlot), "an int of one digit fits a slot");
-IntSlot* int_pages[kIntCache >> kIntPageBits];
+// The slots of every id below kIntCache, one allocation (32 MiB of address space, whose pages
+// the system gives as they are first written): a kept int is at int_slots + id, found with a
+// shift and an add where a table of pages took two loads.
+IntSlot* int_slots = nullptr;
 uint64_t int_made[kIntCache / 64];
+
+// Whether the int `id` is kept and made (then it is int_slots[id]).
+[[gnu::always_inline]] inline bool id_kept(uint32_t id) {
+  return id < kIntCache && ((int_made[id >> 6] >> (id & 63)) & 1) != 0;
+}
 
 // id_object's way for an int not made yet, and for ids past the cache.
 [[gnu::noinline]] PyObject* make_id_object(uint32_t id) {
   if (id >= kIntCache) return PyLong_FromUnsignedLong(id);
-  IntSlot*& page = int_pages[id >> kIntPageBits];
-  if (page == nullptr) {  // (a slot is read only once int_made says it holds an int)
-    page = static_cast<IntSlot*>(
-        std::aligned_alloc(alignof(IntSlot), kIntPageIds * sizeof(IntSlot)));
-    if (page == nullptr) return PyErr_NoMemory();
+  if (int_slots == nullptr) {  // (a slot is read only once int_made says it holds an int)
+    int_slots = static_cast<IntSlot*>(
+        std::aligned_alloc(alignof(IntSlot), std::size_t{kIntCache} * sizeof(IntSlot)));
+    if (int_slots == nullptr) return PyErr_NoMemory();
   }
-  PyObject* obj = reinterpret_cast<PyObject*>(&page[id & (kIntPageIds - 1)]);
+  PyObject* obj = reinterpret_cast<PyObject*>(&int_slots[id]);
   PyObject* made = PyLong_FromUnsignedLong(id);
   if (made == nullptr) return nullptr;
   std::memcpy(static_cast<void*>(obj), made, sizeof(PyLongObject));
@@ -106,9 +114,8 @@ uint64_t int_made[kIntCache / 64];
 
 // A reference to the int `id` (a new one, or a kept int's).
 inline PyObject* id_object(uint32_t id) {
-  if (id >= kIntCache || ((int_made[id >> 6] >> (id & 63)) & 1) == 0) return make_id_object(id);
-  PyObject* obj =
-      reinterpret_cast<PyObject*>(&int_pages[id >> kIntPageBits][id & (kIntPageIds - 1)]);
+  if (!id_kept(id)) return make_id_object(id);
+  PyObject* obj = reinterpret_cast<PyObject*>(&int_slots[id]);
   if constexpr (kIntsCounted) Py_INCREF(obj);
   return obj;
 }
@@ -136,13 +143,29 @@ nb::object id_list(const uint32_t* ids, std::size_t n) {
   PyObject* list = PyList_New(static_cast<Py_ssize_t>(n));
   if (list == nullptr) throw nb::python_error();
   PyObject** const items = reinterpret_cast<PyListObject*>(list)->ob_item;
+#ifdef TOKENMILL_KEPT_INTS
+  IntSlot* slots = int_slots;  // (read again after each new int: the first one sets it)
+#endif
   for (std::size_t i = 0; i < n; ++i) {
+#ifdef TOKENMILL_KEPT_INTS
+    // (id_object's first way, on its own: merged with the other, the compiler tested every
+    // kept int for null as it tests a new one)
+    if (id_kept(ids[i])) {
+      PyObject* obj = reinterpret_cast<PyObject*>(&slots[ids[i]]);
+      if constexpr (kIntsCounted) Py_INCREF(obj);
+      items[i] = obj;
+      continue;
+    }
+#endif
     PyObject* v = id_object(ids[i]);
     if (v == nullptr) {
       Py_DECREF(list);
       throw nb::python_error();
     }
     items[i] = v;
+#ifdef TOKENMILL_KEPT_INTS
+    slots = int_slots;
+#endif
   }
   // Out of the cyclic collector's sight: a list of ints cannot be part of a cycle, and walking
   // every id list of a batch at each collection was a fifth of encoding English one paragraph a

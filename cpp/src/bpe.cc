@@ -791,11 +791,12 @@ void BPEModel::keep_piece(std::string_view piece, const PieceKey& key, PieceCach
 }
 
 std::size_t BPEModel::encode_missed_ascii(std::string_view piece, const PieceKey& key,
-                                          PieceCacheSet& set, uint32_t* tok) const {
+                                          PieceCacheSet& set, uint32_t* tok,
+                                          PairCacheEntry* pairs) const {
   uint32_t ends[kPieceKeyBytes];
   std::size_t count = 1;
   if (!options_.ignore_merges || !lookup(piece, tok[0])) {
-    count = merge_ascii(piece, tok, ends);
+    count = merge_ascii(piece, tok, ends, pairs);
   } else {
     ends[0] = static_cast<uint32_t>(piece.size());
   }
@@ -805,14 +806,15 @@ std::size_t BPEModel::encode_missed_ascii(std::string_view piece, const PieceKey
 
 // apply_merges' scan on a piece of at most 32 bytes, whose symbols are its bytes: ids and ends
 // in arrays of four bytes, not symbols of twelve in a vector.
-std::size_t BPEModel::merge_ascii(std::string_view piece, uint32_t* tok, uint32_t* ends) const {
+std::size_t BPEModel::merge_ascii(std::string_view piece, uint32_t* tok, uint32_t* ends,
+                                  PairCacheEntry* pairs) const {
   const std::size_t n = piece.size();
   for (std::size_t i = 0; i < n; ++i) {
     tok[i] = static_cast<uint32_t>(symbol_of_byte_[static_cast<unsigned char>(piece[i])]);
     ends[i] = static_cast<uint32_t>(i + 1);
   }
   if (n < 2) return n;
-  PairCacheEntry* const cache = pair_cache;
+  PairCacheEntry* const cache = pairs;
   uint64_t ranks[kPieceKeyBytes];
   auto pair_rank = [&](std::size_t i) -> uint64_t {
     uint32_t rank = 0;
@@ -966,13 +968,14 @@ void BPEModel::encode_ids_of(std::string_view text, const Bounds& bounds, std::s
       emitted = k + 1;
     }
   }
+  PairCacheEntry* const pairs = emitted < n ? pair_cache_of_thread() : nullptr;
   for (std::size_t k = emitted; k < n; ++k) {
     const std::string_view piece = piece_at(text, bounds, k);
     if (piece.empty() || emit_found(found[k])) continue;
     if (found[k].meta == 0 && piece.size() <= kPieceKeyBytes && ascii_merges_ &&
         key_is_ascii(keys[k])) {
-      gathered_count +=
-          encode_missed_ascii(piece, keys[k], piece_slot(cache, keys[k]), gathered + gathered_count);
+      gathered_count += encode_missed_ascii(piece, keys[k], piece_slot(cache, keys[k]),
+                                            gathered + gathered_count, pairs);
       continue;
     }
     hand_over();

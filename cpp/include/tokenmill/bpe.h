@@ -223,12 +223,15 @@ class BPEModel {
                            PieceCacheSet& set, std::vector<TokenSpan>& out) const;
   // The same for the ids path, where the piece is ASCII and ascii_merges_ holds: merged on
   // arrays of ids and token ends (merge_ascii); writes its ids at tok (room for one a byte)
-  // and returns how many.
+  // and returns how many. `pairs`: the calling thread's pair cache (pair_cache_of_thread).
   std::size_t encode_missed_ascii(std::string_view piece, const PieceKey& key,
-                                  PieceCacheSet& set, uint32_t* tok) const;
+                                  PieceCacheSet& set, uint32_t* tok, PairCacheEntry* pairs) const;
   // ascii_merges_: merges an ASCII piece of at most 32 bytes as apply_merges does its bytes'
-  // symbols; writes its tokens' ids and ends (in the piece); returns how many.
-  std::size_t merge_ascii(std::string_view piece, uint32_t* tok, uint32_t* ends) const;
+  // symbols; writes its tokens' ids and ends (in the piece); returns how many. (The pair cache
+  // comes from the caller: found here, the thread-local was a call into the dynamic linker a
+  // piece, 1.3% of a first pass over English.)
+  std::size_t merge_ascii(std::string_view piece, uint32_t* tok, uint32_t* ends,
+                          PairCacheEntry* pairs) const;
   // Writes the entry of key's piece (count tokens end to end: ids tok, ends `ends`) into set,
   // when the tokens fit in one (or, for an ASCII piece, in the word cache, which the entry
   // then names).
