@@ -792,10 +792,10 @@ void BPEModel::keep_piece(std::string_view piece, const PieceKey& key, PieceCach
 
 std::size_t BPEModel::encode_missed_ascii(std::string_view piece, const PieceKey& key,
                                           PieceCacheSet& set, uint32_t* tok,
-                                          PairCacheEntry* pairs) const {
+                                          PairCacheEntry* pairs, uint64_t word_hash) const {
   uint32_t ends[kPieceKeyBytes];
   std::size_t count = 1;
-  if (!options_.ignore_merges || !lookup(piece, tok[0])) {
+  if (!options_.ignore_merges || !vocab_.find(piece, word_hash, tok[0])) {
     count = merge_ascii(piece, tok, ends, pairs);
   } else {
     ends[0] = static_cast<uint32_t>(piece.size());
@@ -925,6 +925,9 @@ void BPEModel::encode_ids_of(std::string_view text, const Bounds& bounds, std::s
     uint64_t ids[2];
   };
   Found found[kPieceBatch];
+  // hash_bytes of a piece the cache does not hold, made once for the prefetch of its line in
+  // the vocabulary (or the word cache) and for its lookup there
+  uint64_t word_hash[kPieceBatch];
   // Ids found in the cache gather here and join `ids` in one copy (before anything else is
   // appended there): a push_back a token, its capacity check and its store of the vector's end,
   // were a tenth of the instructions of a pass over English seen before.
@@ -958,10 +961,13 @@ void BPEModel::encode_ids_of(std::string_view text, const Bounds& bounds, std::s
                     found[k].ids)) {
       found[k].meta = 0;
       // (not for a piece that backtracking cuts: the line would wait for a hash of it all)
-      if (piece.size() < long_piece) prefetch_word(piece);
+      if (piece.size() < long_piece || piece.size() <= kPieceKeyBytes) {
+        word_hash[k] = hash_bytes(piece);
+      }
+      if (piece.size() < long_piece) vocab_.prefetch_hashed(word_hash[k]);
       if (piece.size() > kPieceKeyBytes && word_cacheable(piece)) {
         // A long piece's key is its hash (for the word cache, whose line is asked for too).
-        keys[k].hash = hash_bytes(piece);
+        keys[k].hash = piece.size() < long_piece ? word_hash[k] : hash_bytes(piece);
         word_cache_.prefetch(keys[k].hash);
       }
     } else if (emitted == k && emit_found(found[k])) {
@@ -975,7 +981,7 @@ void BPEModel::encode_ids_of(std::string_view text, const Bounds& bounds, std::s
     if (found[k].meta == 0 && piece.size() <= kPieceKeyBytes && ascii_merges_ &&
         key_is_ascii(keys[k])) {
       gathered_count += encode_missed_ascii(piece, keys[k], piece_slot(cache, keys[k]),
-                                            gathered + gathered_count, pairs);
+                                            gathered + gathered_count, pairs, word_hash[k]);
       continue;
     }
     hand_over();

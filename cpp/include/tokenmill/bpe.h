@@ -205,8 +205,6 @@ class BPEModel {
   // Keeps word's tokens unless the cache is full (true if the word is there afterwards; false,
   // without a search, once it is full).
   bool keep_cached_word(std::string_view word, const TokenSpan* tokens, std::size_t count) const;
-  // Asks for the memory encode_word_uncached reads first (the word's vocabulary slot).
-  void prefetch_word(std::string_view word) const { vocab_.prefetch(word); }
   bool piece_cached() const;  // whether short pieces go through the piece cache
   // encode_pieces_ids and encode_run_ids, the batch's pieces where Bounds says (bpe.cc).
   template <typename Bounds>
@@ -223,9 +221,11 @@ class BPEModel {
                            PieceCacheSet& set, std::vector<TokenSpan>& out) const;
   // The same for the ids path, where the piece is ASCII and ascii_merges_ holds: merged on
   // arrays of ids and token ends (merge_ascii); writes its ids at tok (room for one a byte)
-  // and returns how many. `pairs`: the calling thread's pair cache (pair_cache_of_thread).
+  // and returns how many. `pairs`: the calling thread's pair cache (pair_cache_of_thread);
+  // word_hash: hash_bytes(piece), for its lookup in the vocabulary.
   std::size_t encode_missed_ascii(std::string_view piece, const PieceKey& key,
-                                  PieceCacheSet& set, uint32_t* tok, PairCacheEntry* pairs) const;
+                                  PieceCacheSet& set, uint32_t* tok, PairCacheEntry* pairs,
+                                  uint64_t word_hash) const;
   // ascii_merges_: merges an ASCII piece of at most 32 bytes as apply_merges does its bytes'
   // symbols; writes its tokens' ids and ends (in the piece); returns how many. (The pair cache
   // comes from the caller: found here, the thread-local was a call into the dynamic linker a

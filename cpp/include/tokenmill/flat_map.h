@@ -192,8 +192,11 @@ class StringMap {
     return true;
   }
   bool find(std::string_view key, uint32_t& value) const {
+    return find(key, hash_bytes(key), value);
+  }
+  // The same, with the key's hash_bytes given (a caller that asked for its lines has it).
+  bool find(std::string_view key, uint64_t full, uint32_t& value) const {
     if (slots_.empty()) return false;
-    const uint64_t full = hash_bytes(key);
     const auto h = static_cast<uint32_t>(full);
     std::size_t i = full & mask_;
     while (slots_[i].offset != kEmpty) {
@@ -207,9 +210,10 @@ class StringMap {
     }
     return false;
   }
-  // Asks for the line where key's search starts, ahead of a find.
-  void prefetch(std::string_view key) const {
-    if (!slots_.empty()) __builtin_prefetch(&slots_[hash_bytes(key) & mask_]);
+  // Asks for the line where the search of the key with hash_bytes `full` starts, ahead of a
+  // find.
+  void prefetch_hashed(uint64_t full) const {
+    if (!slots_.empty()) __builtin_prefetch(&slots_[full & mask_]);
   }
   std::size_t size() const { return size_; }
   // Calls fn(key, value) for every entry, in no particular order.
