@@ -112,12 +112,16 @@ uint64_t int_made[kIntCache / 64];
   return obj;
 }
 
-// A reference to the int `id` (a new one, or a kept int's).
-inline PyObject* id_object(uint32_t id) {
-  if (!id_kept(id)) return make_id_object(id);
-  PyObject* obj = reinterpret_cast<PyObject*>(&int_slots[id]);
+// A reference to the kept int `id` (id_kept holds; slots: int_slots).
+[[gnu::always_inline]] inline PyObject* kept_int(IntSlot* slots, uint32_t id) {
+  PyObject* obj = reinterpret_cast<PyObject*>(&slots[id]);
   if constexpr (kIntsCounted) Py_INCREF(obj);
   return obj;
+}
+
+// A reference to the int `id` (a new one, or a kept int's).
+inline PyObject* id_object(uint32_t id) {
+  return id_kept(id) ? kept_int(int_slots, id) : make_id_object(id);
 }
 #else
 PyObject** int_pages[kIntCache >> kIntPageBits];
@@ -151,9 +155,7 @@ nb::object id_list(const uint32_t* ids, std::size_t n) {
     // (id_object's first way, on its own: merged with the other, the compiler tested every
     // kept int for null as it tests a new one)
     if (id_kept(ids[i])) {
-      PyObject* obj = reinterpret_cast<PyObject*>(&slots[ids[i]]);
-      if constexpr (kIntsCounted) Py_INCREF(obj);
-      items[i] = obj;
+      items[i] = kept_int(slots, ids[i]);
       continue;
     }
 #endif
