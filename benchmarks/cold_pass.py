@@ -3,6 +3,11 @@ encoding, encode "x", then ``encode_ordinary_batch(docs, num_threads=1)`` over d
 process has not seen (bench_encode's "cold" measurement, alone). Prints the pass's time and
 page faults.
 
+Given one of bench_serve's hostile kinds instead (``a``, ``letters``, ``digits``, ``base64``,
+``cjk``, ``records``), the call is a steady one, as bench_serve's: the process first encodes
+``"x" * 40000`` (a long piece, which builds the backtracking tables) and the kind's text of
+seed 0, then the batch call encodes the text of seed 1 (``--mb`` of it).
+
 Its use is comparing two builds where wall time is too noisy to tell them apart: run it under
 callgrind in a virtualenv of each build, counting the batch call only (a build with symbols:
 ``-Cinstall.strip=false``), with cache and branch simulation if wanted::
@@ -24,6 +29,7 @@ from pathlib import Path
 
 from bench_bpe import DEFAULT_DATA, MB, utf8_size
 from bench_encode import ENCODINGS, chinese, code, english
+from bench_serve import HOSTILE, hostile_text
 
 INPUTS = {"english": english, "chinese": chinese, "code": code}
 
@@ -31,16 +37,22 @@ INPUTS = {"english": english, "chinese": chinese, "code": code}
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("encoding", choices=ENCODINGS)
-    parser.add_argument("input", choices=sorted(INPUTS))
+    parser.add_argument("input", choices=sorted(INPUTS) + list(HOSTILE))
     parser.add_argument("--mb", type=float, default=4.0, help="text to encode (default 4)")
     parser.add_argument("--data", type=Path, default=DEFAULT_DATA)
     args = parser.parse_args(argv)
 
     import tokenmill
 
-    docs, _ = INPUTS[args.input](args.data, int(args.mb * MB))
+    size = int(args.mb * MB)
     enc = tokenmill.load(args.encoding, path=args.data / "tokenizers" / "tiktoken")
-    enc.encode_ordinary("x")
+    if args.input in INPUTS:
+        docs, _ = INPUTS[args.input](args.data, size)
+        enc.encode_ordinary("x")
+    else:
+        docs = [hostile_text(args.input, size, 1)]
+        enc.encode_ordinary("x" * 40_000)
+        enc.encode_ordinary(hostile_text(args.input, size, 0))
     faults = resource.getrusage(resource.RUSAGE_SELF).ru_minflt
     t0 = time.perf_counter()
     ids = enc.encode_ordinary_batch(docs, num_threads=1)
