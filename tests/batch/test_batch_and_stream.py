@@ -92,6 +92,34 @@ def test_id_lists_are_left_out_of_the_cycle_collector(cl100k):
     one.pop()
 
 
+def test_long_id_lists_are_whole_lists(cl100k):
+    # From 1024 ids a list's item array is not zeroed before the core fills it (its size is set
+    # once it is): lists on both sides of that size hold the same ids as the numpy path, in
+    # order, and grow, shrink, sort and pickle as any list does.
+    import gc
+    import pickle
+
+    for words in (300, 511, 512, 513, 40_000):  # two ids a word (" w", "12")
+        text = "".join(f" w{i % 97}" for i in range(words))
+        expected = cl100k.encode_batch_np([text])["ids"].tolist()
+        assert len(expected) == 2 * words
+        one = cl100k.encode_ordinary(text)
+        (batched,) = cl100k.encode_ordinary_batch([text], num_threads=2)
+        assert type(one) is list and one == batched == expected
+        assert len(one) == len(expected) and one[-1] == expected[-1]
+        copy = list(one)
+        one.extend(range(5000))  # grows past the array it was given
+        assert one[: len(copy)] == copy and len(one) == len(copy) + 5000
+        del one[len(copy) :]
+        one.insert(0, -1)
+        assert one.pop(0) == -1 and one == copy
+        one.sort()
+        assert one == sorted(copy)
+        assert pickle.loads(pickle.dumps(batched)) == expected
+        del one, batched
+        gc.collect()
+
+
 def test_ids_are_ints_that_outlive_their_lists(cl100k, o200k):
     # Each id is one int shared by every list that holds it, kept by the core for good. Up to
     # CPython 3.11 its reference count starts too high for any process to count down, and lists
