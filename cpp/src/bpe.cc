@@ -436,7 +436,10 @@ namespace {
 constexpr std::size_t kPieceKeyBytes = BPEModel::kPieceCacheBytes;
 constexpr std::size_t kPieceTokens = 4;
 constexpr unsigned kWordCacheMark = 0xFF;  // an entry's token count: "in the word cache"
-constexpr int kPieceCacheBits = 16;  // sets of two lines: 8 MiB
+// Sets of two lines: 8 MiB in use at first, 16 MiB once the first half has lost enough pieces
+// to others that met them in a full set (kPieceGrowAfter).
+constexpr unsigned kPieceCacheBits = 17;
+constexpr uint64_t kFirstPieceSets = uint64_t{1} << 16;
 }  // namespace
 struct alignas(64) PieceCacheEntry {
   // [0]: version << 32 | the model's tag (piece_tag; 0: empty), version odd while written
@@ -466,7 +469,8 @@ namespace {
 // The cache, allocated on first use, never freed (threads may use it until the process ends).
 // On Linux it is fresh zeroed pages from mmap, asked to be 2 MiB ones: every lookup lands on a
 // random line of the table, and with 4 KiB pages most also missed the TLB. Pages are taken as
-// they are first written, so a process that encodes little does not hold the whole table.
+// they are first written, so a process that encodes little does not hold the whole table, and
+// one whose pieces fit in the first half never touches the second.
 PieceCacheSet* shared_piece_cache() {
   static PieceCacheSet* const cache = [] {
     constexpr std::size_t kSets = std::size_t{1} << kPieceCacheBits;
@@ -531,11 +535,55 @@ inline bool key_is_ascii(const PieceKey& k) {
   return ((k.word[0] | k.word[1] | k.word[2] | k.word[3]) & 0x8080808080808080ULL) == 0;
 }
 
-inline PieceCacheSet& piece_slot(PieceCacheSet* cache, const PieceKey& k) {
-  return cache[k.hash >> (64 - kPieceCacheBits)];
+constexpr uint64_t kVersionOne = uint64_t{1} << 32;  // an entry's version step
+
+// A set's number is 16 bits of its piece's hash (bits 47 to 62) at first, kPieceCacheBits (47
+// to 63) once the table has grown, which it does once, after kPieceGrowAfter pieces lost their
+// place: a piece's set is then the one it had, or its twin 2^16 sets on. The mask is of the
+// set's offset in bytes, so a lookup costs no instruction more than a table of one size. An
+// entry is found by its key wherever it is, so a batch that read the mask before the change
+// still finds and writes entries correctly.
+constexpr unsigned kSetBytesLog2 = 7;
+static_assert(sizeof(PieceCacheSet) == std::size_t{1} << kSetBytesLog2, "a set's size");
+constexpr uint64_t kFirstPieceMask = (kFirstPieceSets - 1) << kSetBytesLog2;
+constexpr uint64_t kGrownPieceMask = ((uint64_t{1} << kPieceCacheBits) - 1) << kSetBytesLog2;
+std::atomic<uint64_t> piece_set_mask{kFirstPieceMask};
+// Pieces whose entry went to a set with both ways taken by the same model (one of them lost),
+// counted until the table grows, at an eighth of the first sets. 4 MB of English, some 32,000
+// distinct pieces, lose about 1,900 in their first pass and 2,500 in each pass after it (a set
+// of two ways that three of its pieces meet); text in 26 languages, 150,000 distinct short
+// pieces, gets there before halfway through its first pass.
+std::atomic<uint64_t> piece_losses{0};
+constexpr uint64_t kPieceGrowAfter = kFirstPieceSets / 8;
+
+// The table and the mask of its sets in use, read once for a batch of pieces.
+struct PieceTable {
+  PieceCacheSet* sets;
+  uint64_t mask;
+};
+inline PieceTable piece_table() {
+  return {shared_piece_cache(), piece_set_mask.load(std::memory_order_relaxed)};
 }
 
-constexpr uint64_t kVersionOne = uint64_t{1} << 32;
+inline PieceCacheSet& piece_slot(const PieceTable& table, const PieceKey& k) {
+  const uint64_t offset = (k.hash >> (64 - kPieceCacheBits - kSetBytesLog2)) & table.mask;
+  return *reinterpret_cast<PieceCacheSet*>(reinterpret_cast<char*>(table.sets) + offset);
+}
+
+// Whether an entry is in the set its key's hash names now: not a copy left in the first half
+// when the table grew, nor an entry written there by a batch that had read the old mask. Such
+// an entry is never met again and is written over as if its way were free. (Read without the
+// entry's version: a writer at it may make the answer wrong, which costs a piece its entry or
+// its place, no more.)
+inline bool entry_in_place(const PieceCacheEntry& e, const PieceCacheSet& set,
+                           const PieceTable& table) {
+  if (table.mask == kFirstPieceMask) return true;
+  constexpr auto relaxed = std::memory_order_relaxed;
+  PieceKey k;
+  for (std::size_t w = 0; w < 4; ++w) k.word[w] = e.word[1 + w].load(relaxed);
+  k.hash = piece_hash(k, e.word[5].load(relaxed) & 0xFF);
+  return &piece_slot(table, k) == &set;
+}
 
 // The entry's length/ends word and ids if it holds key for the model, read whole (a writer
 // may be at it: then it does not count).
@@ -576,7 +624,51 @@ inline void piece_write(PieceCacheEntry& e, uint32_t tag, const PieceKey& k, uin
   const uint64_t version = (head >> 32) + 2;
   e.word[0].store((version << 32) | tag, std::memory_order_release);
 }
+
+// Opens the second half of the table. Each entry of the first half (of any model) whose piece's
+// set is now the twin is copied there first, so growing costs no piece its entry (a first pass
+// went on to meet half the pieces of the text so far as new). Run once, by the thread whose
+// loss reached kPieceGrowAfter, while the others go on in the first half (the second has no
+// other writer until the mask is stored).
+void grow_piece_table() {
+  constexpr auto relaxed = std::memory_order_relaxed;
+  PieceCacheSet* const sets = shared_piece_cache();
+  const PieceTable grown{sets, kGrownPieceMask};
+  for (uint64_t s = 0; s < kFirstPieceSets; ++s) {
+    std::size_t used = 0;  // ways written in the twin
+    for (const PieceCacheEntry& e : sets[s].way) {
+      // Read whole, as piece_read does (an entry being written is left).
+      const uint64_t head = e.word[0].load(std::memory_order_acquire);
+      if (static_cast<uint32_t>(head) == 0 || (head & kVersionOne) != 0) continue;
+      PieceKey k;
+      for (std::size_t w = 0; w < 4; ++w) k.word[w] = e.word[1 + w].load(relaxed);
+      const uint64_t meta = e.word[5].load(relaxed);
+      const uint64_t ids01 = e.word[6].load(relaxed);
+      const uint64_t ids23 = e.word[7].load(relaxed);
+      std::atomic_thread_fence(std::memory_order_acquire);
+      if (e.word[0].load(relaxed) != head) continue;
+      k.hash = piece_hash(k, meta & 0xFF);
+      PieceCacheSet& to = piece_slot(grown, k);
+      if (&to != &sets[s + kFirstPieceSets]) continue;  // stays (or is out of place)
+      piece_write(to.way[used++], static_cast<uint32_t>(head), k, meta, ids01, ids23);
+    }
+  }
+  piece_set_mask.store(kGrownPieceMask, std::memory_order_release);
+}
+
+// Counts a piece lost from a full set, and grows the table at the kPieceGrowAfter-th.
+inline void count_piece_loss() {
+  if (piece_losses.fetch_add(1, std::memory_order_relaxed) + 1 == kPieceGrowAfter) {
+    grow_piece_table();
+  }
+}
+
 }  // namespace
+
+std::size_t piece_cache_sets() {
+  const uint64_t mask = piece_set_mask.load(std::memory_order_relaxed);
+  return static_cast<std::size_t>((mask >> kSetBytesLog2) + 1);
+}
 
 bool BPEModel::piece_cached() const {
   return options_.byte_symbols && options_.cache_capacity > 0;
@@ -612,7 +704,7 @@ inline std::string_view piece_at(std::string_view text, const Bounds& bounds, st
 // The key of piece k, if it fits in the cache, and its line asked for.
 template <typename Bounds>
 inline void key_piece(std::string_view text, const Bounds& bounds, std::size_t k,
-                      PieceCacheSet* cache, PieceKey* keys) {
+                      const PieceTable& cache, PieceKey* keys) {
   const std::size_t len = bounds.end(k) - bounds.begin(k);
   if (len == 0 || len > kPieceKeyBytes) return;
   piece_key(text, bounds.begin(k), len, keys[k]);
@@ -622,7 +714,8 @@ inline void key_piece(std::string_view text, const Bounds& bounds, std::size_t k
 // The keys of the first (up to kPieceBatch) pieces that fit in the cache, each line asked for;
 // returns how many pieces that is.
 inline std::size_t key_pieces(std::string_view text, const uint32_t* bounds, std::size_t count,
-                              PieceCacheSet* cache, PieceKey (&keys)[BPEModel::kPieceBatch]) {
+                              const PieceTable& cache,
+                              PieceKey (&keys)[BPEModel::kPieceBatch]) {
   const std::size_t n = std::min(count, BPEModel::kPieceBatch);
   for (std::size_t k = 0; k < n; ++k) key_piece(text, PiecePairs{bounds}, k, cache, keys);
   return n;
@@ -786,8 +879,15 @@ void BPEModel::keep_piece(std::string_view piece, const PieceKey& key, PieceCach
     return;
   }
   const uint32_t tag = piece_tag(serial_);
-  const uint32_t head = static_cast<uint32_t>(set.way[0].word[0].load(std::memory_order_relaxed));
-  piece_write(set.way[head == tag ? 1 : 0], tag, key, meta, ids[0], ids[1]);
+  // A way is taken if it holds an entry of the model that can still be met.
+  const PieceTable table = piece_table();
+  auto taken = [&](const PieceCacheEntry& e) {
+    return static_cast<uint32_t>(e.word[0].load(std::memory_order_relaxed)) == tag &&
+           entry_in_place(e, set, table);
+  };
+  const bool first_taken = taken(set.way[0]);
+  if (first_taken && table.mask == kFirstPieceMask && taken(set.way[1])) count_piece_loss();
+  piece_write(set.way[first_taken ? 1 : 0], tag, key, meta, ids[0], ids[1]);
 }
 
 std::size_t BPEModel::encode_missed_ascii(std::string_view piece, const PieceKey& key,
@@ -855,7 +955,7 @@ void BPEModel::encode_word(std::string_view word, std::vector<TokenSpan>& out) c
   }
   PieceKey key;
   piece_key(word, 0, word.size(), key);
-  encode_short_piece(word, 0, key, piece_slot(shared_piece_cache(), key), out);
+  encode_short_piece(word, 0, key, piece_slot(piece_table(), key), out);
 }
 
 void BPEModel::encode_pieces(std::string_view text, const uint32_t* bounds, std::size_t count,
@@ -870,7 +970,7 @@ void BPEModel::encode_pieces(std::string_view text, const uint32_t* bounds, std:
   }
   // Two passes: the first hashes every short piece and asks for its cache line, the second
   // finds the lines there (a miss to memory each, one after the other, cost most of the time).
-  PieceCacheSet* const cache = shared_piece_cache();
+  const PieceTable cache = piece_table();
   PieceKey keys[kPieceBatch];
   const std::size_t n = key_pieces(text, bounds, count, cache, keys);
   for (std::size_t k = 0; k < n; ++k) {
@@ -912,7 +1012,7 @@ void BPEModel::encode_ids_of(std::string_view text, const Bounds& bounds, std::s
     return;
   }
   // As encode_pieces; a piece found in the cache gives the ids of its entry, with no spans.
-  PieceCacheSet* const cache = shared_piece_cache();
+  const PieceTable cache = piece_table();
   const uint32_t tag = piece_tag(serial_);
   PieceKey keys[kPieceBatch];
   const std::size_t n = std::min(count, kPieceBatch);

@@ -506,3 +506,51 @@ def test_gpt2_merges_that_disagree_with_the_vocab(tmp_path):
     (tmp_path / "merges.txt").write_text("#version: 0.2\na b\nb a\n", encoding="utf-8")
     with pytest.raises(tokenmill.FormatError, match=r"merges.txt:3: merge 'b' \+ 'a' needs 'ba'"):
         tokenmill.load(tmp_path)
+
+
+# The piece cache (cpp/src/bpe.cc) starts with 65,536 sets and doubles once when pieces keep
+# losing their place in full sets, copying each entry whose piece now belongs in the new half.
+# In a process of its own, so the growth happens here and inside a batch on two threads:
+# words of random letters are mostly new pieces, far more than the first half holds.
+GROWTH_SCRIPT = r"""
+import random, sys
+from pathlib import Path
+import tiktoken, tiktoken.load
+import tokenmill
+from tokenmill import _core
+
+data, name, pat_str = Path(sys.argv[1]), sys.argv[2], sys.argv[3]
+ranks = data / "tokenizers" / "tiktoken" / f"{name}.tiktoken"
+ref = tiktoken.Encoding(name=name, pat_str=pat_str, special_tokens={},
+                        mergeable_ranks=tiktoken.load.load_tiktoken_bpe(str(ranks)))
+tok = tokenmill.load(name, path=ranks)
+rnd = random.Random(7)
+def texts(n):
+    words = [" " + "".join(rnd.choices("abcdefghijklmnopqrstuvwxyz", k=rnd.randint(2, 6)))
+             + rnd.choice(["", ",", ".", " 12", " é", " 東京"]) for _ in range(n)]
+    return ["".join(words[i:i + 40]) for i in range(0, n, 40)]
+early, late = texts(40_000), texts(400_000)
+assert _core.piece_cache_sets() == 65_536, _core.piece_cache_sets()
+got = tok.encode_ordinary_batch(early, num_threads=1)  # entries made before the growth
+assert _core.piece_cache_sets() == 65_536, "grew too early"
+assert got == ref.encode_ordinary_batch(early, num_threads=2)
+want = ref.encode_ordinary_batch(late, num_threads=2)
+assert tok.encode_ordinary_batch(late, num_threads=2) == want  # the growth, on two threads
+assert _core.piece_cache_sets() == 131_072, _core.piece_cache_sets()
+for threads in (1, 2):  # after it: entries copied, left behind, written since
+    assert tok.encode_ordinary_batch(early, num_threads=threads) == got
+    assert tok.encode_ordinary_batch(late, num_threads=threads) == want
+    assert [tok.encode_ordinary(t) for t in early[:200]] == got[:200]
+print("ok")
+"""
+
+
+@pytest.mark.parametrize("name", ["cl100k_base", "o200k_base"])
+def test_piece_cache_grows_without_changing_an_id(shared_data, encodings, name):
+    import subprocess
+    import sys
+
+    run = subprocess.run([sys.executable, "-c", GROWTH_SCRIPT, str(shared_data), name,
+                          encodings[name]["pat_str"]], capture_output=True, text=True,
+                         timeout=600)
+    assert run.returncode == 0 and run.stdout.strip() == "ok", run.stderr[-2000:]

@@ -104,6 +104,10 @@ bool merges_build_up(const std::vector<Merge>& merges);
 std::size_t set_backtrack_bytes(std::size_t bytes);
 std::size_t backtrack_threshold();
 
+// The sets of the piece cache in use (shared by every model of the process): 65,536 of two
+// entries, then twice that once pieces have lost their place in full sets often enough.
+std::size_t piece_cache_sets();
+
 // Per-thread scratch vectors (symbols, spans, ids) keep at most this many elements' room after a
 // piece: threads live on in the encoding pool, and one huge piece must not hold its memory.
 constexpr std::size_t kScratchKept = std::size_t{1} << 16;
