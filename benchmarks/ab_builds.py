@@ -24,10 +24,8 @@ import time
 from pathlib import Path
 
 from bench_bpe import DEFAULT_DATA, MB, utf8_size
-from bench_encode import ENCODINGS, chinese, code, english, multilingual
-
-INPUTS = {"english": english, "chinese": chinese, "code": code,
-          "multilingual": lambda data, size: multilingual(data, 1.0)}
+from bench_encode import ENCODINGS
+from cold_pass import INPUTS
 
 
 def worker(encoding: str, name: str, mb: float, data: Path) -> dict[str, float]:

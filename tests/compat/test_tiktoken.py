@@ -519,8 +519,7 @@ import tiktoken, tiktoken.load
 import tokenmill
 from tokenmill import _core
 
-data, name, pat_str = Path(sys.argv[1]), sys.argv[2], sys.argv[3]
-ranks = data / "tokenizers" / "tiktoken" / f"{name}.tiktoken"
+ranks, name, pat_str = Path(sys.argv[1]), sys.argv[2], sys.argv[3]
 ref = tiktoken.Encoding(name=name, pat_str=pat_str, special_tokens={},
                         mergeable_ranks=tiktoken.load.load_tiktoken_bpe(str(ranks)))
 tok = tokenmill.load(name, path=ranks)
@@ -550,7 +549,8 @@ def test_piece_cache_grows_without_changing_an_id(shared_data, encodings, name):
     import subprocess
     import sys
 
-    run = subprocess.run([sys.executable, "-c", GROWTH_SCRIPT, str(shared_data), name,
+    run = subprocess.run([sys.executable, "-c", GROWTH_SCRIPT,
+                          str(shared_data / encodings[name]["file"]), name,
                           encodings[name]["pat_str"]], capture_output=True, text=True,
                          timeout=600)
     assert run.returncode == 0 and run.stdout.strip() == "ok", run.stderr[-2000:]
