@@ -18,6 +18,7 @@
 #include <optional>
 #include <string>
 #include <tuple>
+#include <utility>
 #include <vector>
 
 #include "tokenmill/bert.h"
@@ -810,6 +811,13 @@ NB_MODULE(_core, m) {
             return model.merge_ids(ids);
           },
           "ids"_a)
+      .def(
+          "long_entry_ids",
+          [](const BPEModel& model) {
+            return std::make_pair(model.long_entry_ids_kept(), BPEModel::kLongEntryIds);
+          },
+          "(ids kept, room): the array of piece-cache entries of more tokens than an entry "
+          "holds (for tests).")
       .def(
           "backtracks",
           [](const BPEModel& model) {

@@ -436,6 +436,8 @@ namespace {
 constexpr std::size_t kPieceKeyBytes = BPEModel::kPieceCacheBytes;
 constexpr std::size_t kPieceTokens = 4;
 constexpr unsigned kWordCacheMark = 0xFF;  // an entry's token count: "in the word cache"
+// An entry's token count: "the ids are in the model's long_entry_ids_" (keep_long_entry).
+constexpr unsigned kLongEntryMark = 0xFE;
 // Sets of two lines: 8 MiB in use at first, 16 MiB once the first half has lost enough pieces
 // to others that met them in a full set (kPieceGrowAfter).
 constexpr unsigned kPieceCacheBits = 17;
@@ -448,6 +450,8 @@ struct alignas(64) PieceCacheEntry {
   // [6]: id 0 | id 1 << 32; [7]: id 2 | id 3 << 32
   // or, for 5 to 8 tokens (kPackedTokens): [5] length | count << 8 | id 7 << 16, and ids 0-6
   // at 18 bits each from bit 0 of [6] on into [7]
+  // or, for more (a long entry): [5] length | kLongEntryMark << 8 | count << 16, and [6] the
+  // place of the ids in the model's long_entry_ids_
   std::atomic<uint64_t> word[8];
 };
 static_assert(sizeof(PieceCacheEntry) == 64, "one cache line per piece");
@@ -803,6 +807,16 @@ void BPEModel::encode_short_piece(std::string_view piece, uint32_t offset, const
     encode_marked_piece(piece, offset, out);
     return;
   }
+  if (count == kLongEntryMark) {
+    uint32_t kept[kPieceKeyBytes];
+    const unsigned n = read_long_entry(meta, ids, kept);
+    if (n == 0) {
+      encode_marked_piece(piece, offset, out);  // not a place the array holds: merged
+    } else {
+      push_end_to_end(kept, n, offset, out);
+    }
+    return;
+  }
   if (entry_packed(count)) {
     uint32_t unpacked[kPackedTokens];
     for (unsigned t = 0; t < count; ++t) unpacked[t] = packed_id(meta, ids, t);
@@ -851,26 +865,36 @@ void BPEModel::keep_piece(std::string_view piece, const PieceKey& key, PieceCach
                           const uint32_t* tok, const uint32_t* ends, std::size_t count) const {
   uint64_t meta = 0;
   uint64_t ids[2] = {0, 0};
+  // (Byte-level: each token as long as its bytes, but for the unknown token.)
+  auto no_unknown = [&] {
+    return std::find(tok, tok + count, static_cast<uint32_t>(options_.unk_id)) == tok + count;
+  };
+  uint32_t at = 0;  // a long entry's place
   if (count <= kPieceTokens) {
     meta = piece.size() | count << 8;
     for (std::size_t k = 0; k < count; ++k) {
       meta |= static_cast<uint64_t>(ends[k]) << (16 + 8 * k);
       ids[k / 2] |= static_cast<uint64_t>(tok[k]) << (32 * (k % 2));
     }
-  } else if (count <= kPackedTokens && packed_ids_ &&
-             std::find(tok, tok + count, static_cast<uint32_t>(options_.unk_id)) == tok + count) {
-    // (Byte-level: each token as long as its bytes, but for the unknown token.)
+  } else if (count <= kPackedTokens && packed_ids_ && no_unknown()) {
     meta = piece.size() | count << 8;
     for (std::size_t k = 0; k < count; ++k) {
       set_packed_id(meta, ids, static_cast<unsigned>(k), tok[k]);
     }
+  } else if (tokens_are_lengths_ && no_unknown() && keep_long_entry(tok, count, at)) {
+    // Too many tokens for an entry: they go to the model's array of long entries, and the entry
+    // says where. (Before, a Chinese piece of 9 to 23 tokens was merged again at every meeting:
+    // in a profile of a pass over Chinese seen before, that merging was 30% of the time.)
+    meta = piece.size() | uint64_t{kLongEntryMark} << 8 | uint64_t{count} << 16;
+    ids[0] = at;
   } else if (key_is_ascii(key)) {
-    // Too many tokens for an entry. An ASCII piece (a long identifier, a run of symbols) was
-    // merged byte by byte, microseconds of work: it goes to the word cache, and the entry says
-    // to look there. Other pieces start from whole characters and merge again nearly as fast
-    // as the word cache finds them (keeping Chinese ones made a first pass over Chinese 13%
-    // slower, for 10% on a second); and a piece the word cache has no room for gets no entry
-    // (it would only send each meeting to a failed search before the merging).
+    // The array is full (or the tokens are not their bytes). An ASCII piece (a long
+    // identifier, a run of symbols) was merged byte by byte, microseconds of work: it goes to
+    // the word cache, and the entry says to look there. Other pieces start from whole
+    // characters and merge again nearly as fast as the word cache finds them (keeping Chinese
+    // ones there made a first pass over Chinese 13% slower, for 10% on a second); and a piece
+    // the word cache has no room for gets no entry (it would only send each meeting to a
+    // failed search before the merging).
     TokenSpan spans[kPieceKeyBytes];  // an ASCII piece has at most a token a byte
     for (std::size_t k = 0; k < count; ++k) spans[k] = {tok[k], k == 0 ? 0 : ends[k - 1], ends[k]};
     if (!keep_cached_word(piece, spans, count)) return;
@@ -888,6 +912,38 @@ void BPEModel::keep_piece(std::string_view piece, const PieceKey& key, PieceCach
   const bool first_taken = taken(set.way[0]);
   if (first_taken && table.mask == kFirstPieceMask && taken(set.way[1])) count_piece_loss();
   piece_write(set.way[first_taken ? 1 : 0], tag, key, meta, ids[0], ids[1]);
+}
+
+bool BPEModel::keep_long_entry(const uint32_t* ids, std::size_t count, uint32_t& at) const {
+  std::call_once(long_entry_once_, [this] {
+    // Not zeroed: its pages are taken as they are first written.
+    long_entry_ids_.reset(new (std::nothrow) uint32_t[kLongEntryIds]);
+  });
+  if (long_entry_ids_ == nullptr) return false;
+  std::size_t used = long_entry_used_.load(std::memory_order_relaxed);
+  do {
+    if (count > kLongEntryIds - used) return false;  // used never passes kLongEntryIds
+  } while (!long_entry_used_.compare_exchange_weak(used, used + count,
+                                                    std::memory_order_relaxed));
+  std::memcpy(long_entry_ids_.get() + used, ids, count * sizeof(uint32_t));
+  at = static_cast<uint32_t>(used);
+  return true;
+}
+
+unsigned BPEModel::read_long_entry(uint64_t meta, const uint64_t (&ids)[2], uint32_t* out) const {
+  const std::size_t length = meta & 0xFF;
+  const std::size_t count = (meta >> 16) & 0xFF;
+  const std::size_t at = static_cast<uint32_t>(ids[0]);
+  // The entry was written after its ids (so the array and its use are seen here); the checks
+  // keep an entry that is not one of this model's (a tag shared 2^32 models on) inside it,
+  // and its ids within the piece's room (at most one a byte).
+  const uint32_t* const kept = long_entry_ids_.get();
+  if (kept == nullptr || count == 0 || count > length ||
+      at + count > long_entry_used_.load(std::memory_order_relaxed)) {
+    return 0;
+  }
+  std::memcpy(out, kept + at, count * sizeof(uint32_t));
+  return static_cast<unsigned>(count);
 }
 
 std::size_t BPEModel::encode_missed_ascii(std::string_view piece, const PieceKey& key,
@@ -1038,10 +1094,16 @@ void BPEModel::encode_ids_of(std::string_view text, const Bounds& bounds, std::s
     ids.insert(ids.end(), gathered, gathered + gathered_count);
     gathered_count = 0;
   };
-  // A piece's ids straight from its entry; false if it has none (not found, or in the word
-  // cache).
+  // A piece's ids straight from its entry or the long entries' array (at most one a byte of
+  // the piece); false if it has none (not found, or in the word cache).
   auto emit_found = [&](const Found& f) {
-    if (f.meta == 0 || entry_count(f.meta) == kWordCacheMark) return false;
+    if (f.meta == 0) return false;
+    if (entry_count(f.meta) > kPackedTokens) {  // (one test on the way of the common entries)
+      if (entry_count(f.meta) != kLongEntryMark) return false;  // in the word cache
+      const unsigned kept = read_long_entry(f.meta, f.ids, gathered + gathered_count);
+      gathered_count += kept;
+      return kept != 0;
+    }
     gathered_count += put_entry_ids(f.meta, f.ids, gathered + gathered_count);
     return true;
   };
@@ -1086,7 +1148,8 @@ void BPEModel::encode_ids_of(std::string_view text, const Bounds& bounds, std::s
     }
     hand_over();
     if (found[k].meta != 0) {
-      // Marked: its tokens are in the word cache (kept there before the mark was written).
+      // Marked: its tokens are in the word cache (kept there before the mark was written); or
+      // a long entry whose place the array does not hold, merged.
       if (!find_cached_ids(piece, ids)) encode_word_ids(piece, ids, spans);
       continue;
     }
@@ -1114,33 +1177,48 @@ void BPEModel::encode_run_ids(std::string_view text, const std::size_t* ends, st
   encode_ids_of(text, PieceRun{ends}, count, ids);
 }
 
+// With the piece cache, the words that come here cacheable are over 32 bytes (runs of Chinese
+// between punctuation), rarely a token, and nearly all in the word cache once met: it is looked
+// in before the vocabulary. (A word it holds was merged, so it is not a token by itself: with
+// ignore_merges, a token returns before merging.) Without the piece cache every word comes
+// here, and most words of ordinary text are one token: the vocabulary first. Both searches take
+// the same hash.
+bool BPEModel::word_cache_first(bool cacheable) const { return cacheable && piece_cached(); }
+
 void BPEModel::encode_word_uncached(std::string_view word, std::vector<TokenSpan>& out) const {
+  const bool cacheable = word_cacheable(word);
+  const uint64_t hash = cacheable ? hash_bytes(word) : 0;
+  const bool cache_first = word_cache_first(cacheable);
+  if (cache_first && find_cached_word(word, hash, out)) return;
   uint32_t whole = 0;
-  if (options_.ignore_merges && lookup(word, whole)) {
-    // Most pieces of ordinary text are one token: no cache, no merging.
+  if (options_.ignore_merges &&
+      (cacheable ? vocab_.find(word, hash, whole) : lookup(word, whole))) {
     const std::size_t len = options_.byte_symbols ? word.size() : utf8_count(word);
     out.push_back({whole, 0, static_cast<uint32_t>(len)});
     return;
   }
-  if (!word_cacheable(word)) {
-    merge_word(word, out, nullptr);
-    return;
-  }
-  const uint64_t hash = hash_bytes(word);
-  if (!find_cached_word(word, hash, out)) merge_word(word, out, &hash);
+  if (cacheable && !cache_first && find_cached_word(word, hash, out)) return;
+  merge_word(word, out, cacheable ? &hash : nullptr);
 }
 
 void BPEModel::encode_word_ids(std::string_view word, std::vector<uint32_t>& ids,
                                std::vector<TokenSpan>& scratch, const uint64_t* known) const {
+  // The searches in encode_word_uncached's order.
+  const bool cacheable = word_cacheable(word);
+  const uint64_t hash = !cacheable ? 0 : known != nullptr ? *known : hash_bytes(word);
+  const bool cache_first = word_cache_first(cacheable);
+  WordCache::Found found;
+  if (cache_first && word_cache_.find(word, hash, found)) {
+    ids.insert(ids.end(), found.ids, found.ids + found.count);
+    return;
+  }
   uint32_t whole = 0;
-  if (options_.ignore_merges && lookup(word, whole)) {
+  if (options_.ignore_merges &&
+      (cacheable ? vocab_.find(word, hash, whole) : lookup(word, whole))) {
     ids.push_back(whole);
     return;
   }
-  const bool cacheable = word_cacheable(word);
-  const uint64_t hash = !cacheable ? 0 : known != nullptr ? *known : hash_bytes(word);
-  WordCache::Found found;
-  if (cacheable && word_cache_.find(word, hash, found)) {
+  if (cacheable && !cache_first && word_cache_.find(word, hash, found)) {
     ids.insert(ids.end(), found.ids, found.ids + found.count);
     return;
   }

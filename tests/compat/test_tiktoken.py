@@ -186,14 +186,14 @@ def test_backtracking_on_text_that_repeats(shared_data, encodings, pairs, name):
 def test_pieces_the_piece_cache_cannot_hold(shared_data, encodings, pairs, monkeypatch, name,
                                             capacity):
     # A piece of up to 32 bytes and 5-8 tokens has its ids (18 bits each) in its piece-cache
-    # entry; an ASCII one of more (a long identifier) is kept in the word cache, and its entry
-    # says so; so is any piece of 33-1024 bytes (runs of indentation, comment rulers, clauses of
-    # Chinese), looked for there before it is merged; short non-ASCII pieces of more than eight
-    # tokens and pieces over 1024 bytes are merged each time. Each is met again and again here:
-    # with the default cache, and with one so small (16 words) that most find it full, are not
-    # kept, and are merged each time. Offsets (the word cache keeps a byte-level model's ids
-    # only, the spans following from the tokens' lengths) are those of a tokenizer without
-    # caches.
+    # entry; one of more (a long identifier, a clause of rare Chinese characters) has them in
+    # the model's array of long entries, and its entry says where; any piece of 33-1024 bytes
+    # (runs of indentation, comment rulers, clauses of Chinese) is kept in the word cache,
+    # looked for there before it is merged; pieces over 1024 bytes are merged each time. Each
+    # is met again and again here: with the default cache, and with one so small (16 words)
+    # that most long pieces find it full, are not kept, and are merged each time. Offsets (the
+    # word cache and the long entries keep a byte-level model's ids only, the spans following
+    # from the tokens' lengths) are those of a tokenizer without caches.
     from tokenmill.formats import tiktoken as tiktoken_format
 
     path = shared_data / encodings[name]["file"]
@@ -229,9 +229,9 @@ def test_ascii_pieces_merged_for_ids_then_read_for_offsets(shared_data, encoding
                                                            monkeypatch, name):
     # A short ASCII piece the piece cache does not hold is merged, on the ids path, on arrays
     # of its bytes (merge_ascii), and its entry written from them: up to four tokens with their
-    # ends, five to eight packed, more in the word cache. Random base64, hex and words meet
-    # all three; the entries then serve encode's offsets, which must be those of a tokenizer
-    # without caches.
+    # ends, five to eight packed, more in the array of long entries. Random base64, hex and
+    # words meet all three; the entries then serve encode's offsets, which must be those of a
+    # tokenizer without caches.
     from tokenmill.formats import tiktoken as tiktoken_format
 
     path = shared_data / encodings[name]["file"]
@@ -255,6 +255,55 @@ def test_ascii_pieces_merged_for_ids_then_read_for_offsets(shared_data, encoding
             assert e.offsets == uncached.encode(t, disallowed_special=()).offsets
 
     check()
+
+
+def test_long_entries_until_their_array_is_full(shared_data, encodings, pairs, monkeypatch):
+    # Short pieces of more than eight tokens keep their ids in an array of the model's, which
+    # holds 2^20 ids and is never written over: once a piece's ids no longer fit, its entry is
+    # not written (a non-ASCII piece is then merged at each meeting, an ASCII one goes to the
+    # word cache). 60,000 pieces of a comma and nine random CJK characters (30 bytes, 16 or
+    # more tokens each in cl100k_base: 1.3M ids in all) fill it; ids and offsets stay those of
+    # tiktoken and of a tokenizer without caches, on one thread and two, for pieces in the
+    # array, pieces that found it full, and ASCII pieces met after.
+    from tokenmill.formats import tiktoken as tiktoken_format
+
+    name = "cl100k_base"
+    path = shared_data / encodings[name]["file"]
+    monkeypatch.setattr(tiktoken_format, "CACHE_CAPACITY", 0)
+    uncached = tokenmill.load(name, path=path)
+    monkeypatch.undo()
+    tok = tokenmill.load(name, path=path)  # its own model, so its own empty array
+    model = tok.native_plan()[0]
+    ref = pairs[name][1]
+    rnd = random.Random(3)
+    han = [chr(c) for c in range(0x4E00, 0xA000)]
+    pieces = ["\uff0c" + "".join(rnd.choices(han, k=9)) for _ in range(60_000)]
+    texts = ["".join(pieces[i:i + 50]) for i in range(0, len(pieces), 50)]
+    expected = ref.encode_ordinary_batch(texts)
+    room = 1 << 20
+    assert model.long_entry_ids() == (0, room)
+    assert sum(map(len, expected)) > room + 200_000  # more than the array can hold
+
+    half = len(texts) // 2
+    assert tok.encode_ordinary_batch(texts[:half], num_threads=1) == expected[:half]
+    kept, _ = model.long_entry_ids()
+    assert 0.4 * room < kept < room
+    assert tok.encode_ordinary_batch(texts, num_threads=2) == expected
+    kept, _ = model.long_entry_ids()
+    assert room - 32 < kept <= room  # full: the next piece's ids did not fit
+    ascii_texts = [" " + "".join(rnd.choices(string.ascii_letters + string.digits, k=31))
+                   for _ in range(2_000)]
+    ascii_expected = ref.encode_ordinary_batch(ascii_texts)
+    assert max(map(len, ascii_expected)) > 8
+    for threads in (1, 2):
+        assert tok.encode_ordinary_batch(texts, num_threads=threads) == expected
+        assert tok.encode_ordinary_batch(ascii_texts, num_threads=threads) == ascii_expected
+    assert kept <= model.long_entry_ids()[0] <= room  # (a piece may take the last few)
+    sample = texts[:20] + texts[-20:] + ascii_texts[:50]
+    for t, ids in zip(sample, expected[:20] + expected[-20:] + ascii_expected[:50]):
+        e = tok.encode(t, disallowed_special=())
+        assert e.ids == ids
+        assert e.offsets == uncached.encode(t, disallowed_special=()).offsets
 
 
 # CPython keeps a str as 1, 2 or 4 bytes a character, as its widest character needs (an ASCII

@@ -180,6 +180,13 @@ class BPEModel {
   // Applies merges by rank to a sequence of ids (the symbols a caller chose); the teaching path.
   std::vector<uint32_t> merge_ids(const std::vector<uint32_t>& ids) const;
 
+  // The ids kept for piece-cache entries of more tokens than an entry holds, and the room for
+  // them (kLongEntryIds; kept stops short of it once a piece's ids no longer fit). For tests.
+  std::size_t long_entry_ids_kept() const {
+    return long_entry_used_.load(std::memory_order_relaxed);
+  }
+  static constexpr std::size_t kLongEntryIds = std::size_t{1} << 20;
+
  private:
   struct Symbol {
     uint32_t id;
@@ -193,6 +200,8 @@ class BPEModel {
                        std::vector<TokenSpan>& scratch, const uint64_t* hash = nullptr) const;
   // Whether word goes through the word cache.
   bool word_cacheable(std::string_view word) const;
+  // Whether a word that goes through it (cacheable) is looked for there before the vocabulary.
+  bool word_cache_first(bool cacheable) const;
   // Merges word, and keeps its tokens in the word cache if keep_hash (its hash) is given.
   void merge_word(std::string_view word, std::vector<TokenSpan>& out,
                   const uint64_t* keep_hash) const;
@@ -241,6 +250,13 @@ class BPEModel {
   // then names).
   void keep_piece(std::string_view piece, const PieceKey& key, PieceCacheSet& set,
                   const uint32_t* tok, const uint32_t* ends, std::size_t count) const;
+  // Short pieces of more tokens than an entry holds (kPackedTokens, or kPieceTokens): their
+  // ids, end to end over the piece, are kept in long_entry_ids_, and the entry holds where.
+  // keep_long_entry copies ids[0, count) there and gives their place; false when the array is
+  // full (or could not be had). read_long_entry writes the ids of an entry's place (meta, the
+  // id words) at out and returns how many, 0 if the place is not one the array has kept.
+  bool keep_long_entry(const uint32_t* ids, std::size_t count, uint32_t& at) const;
+  unsigned read_long_entry(uint64_t meta, const uint64_t (&ids)[2], uint32_t* out) const;
   void initial_symbols(std::string_view word, std::vector<Symbol>& syms) const;
   void initial_byte_symbols(std::string_view word, std::vector<Symbol>& syms) const;
   void apply_merges(std::vector<Symbol>& syms) const;
@@ -346,6 +362,13 @@ class BPEModel {
   mutable std::vector<uint32_t> three_digit_ids_;  // empty: not every one is a single token
 
   mutable WordCache word_cache_;  // words merged before -> their tokens (word_cache.h)
+
+  // The ids of long entries (keep_long_entry), appended and never moved nor freed while the
+  // model lives: kLongEntryIds of them (4 MiB), allocated at the first. Readers find a place
+  // only in an entry written after its ids (piece_write's release, piece_read's acquire).
+  mutable std::once_flag long_entry_once_;
+  mutable std::unique_ptr<uint32_t[]> long_entry_ids_;
+  mutable std::atomic<std::size_t> long_entry_used_{0};
 };
 
 }  // namespace tokenmill
