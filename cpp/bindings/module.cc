@@ -816,8 +816,8 @@ NB_MODULE(_core, m) {
           [](const BPEModel& model) {
             return std::make_pair(model.long_entry_ids_kept(), BPEModel::kLongEntryIds);
           },
-          "(ids kept, room): the array of piece-cache entries of more tokens than an entry "
-          "holds (for tests).")
+          "(ids taken, room): the ring of piece-cache entries of more tokens than an entry "
+          "holds; ids taken counts over every wrap (for tests).")
       .def(
           "backtracks",
           [](const BPEModel& model) {

@@ -451,7 +451,7 @@ struct alignas(64) PieceCacheEntry {
   // or, for 5 to 8 tokens (kPackedTokens): [5] length | count << 8 | id 7 << 16, and ids 0-6
   // at 18 bits each from bit 0 of [6] on into [7]
   // or, for more (a long entry): [5] length | kLongEntryMark << 8 | count << 16, and [6] the
-  // place of the ids in the model's long_entry_ids_
+  // place of the ids in the model's long_entry_ids_ (counted from its start, over its wraps)
   std::atomic<uint64_t> word[8];
 };
 static_assert(sizeof(PieceCacheEntry) == 64, "one cache line per piece");
@@ -811,7 +811,8 @@ void BPEModel::encode_short_piece(std::string_view piece, uint32_t offset, const
     uint32_t kept[kPieceKeyBytes];
     const unsigned n = read_long_entry(meta, ids, kept);
     if (n == 0) {
-      encode_marked_piece(piece, offset, out);  // not a place the array holds: merged
+      // Written over since (or not a place of the array's): merged, and kept again.
+      encode_missed_piece(piece, offset, key, set, out);
     } else {
       push_end_to_end(kept, n, offset, out);
     }
@@ -869,7 +870,7 @@ void BPEModel::keep_piece(std::string_view piece, const PieceKey& key, PieceCach
   auto no_unknown = [&] {
     return std::find(tok, tok + count, static_cast<uint32_t>(options_.unk_id)) == tok + count;
   };
-  uint32_t at = 0;  // a long entry's place
+  uint64_t at = 0;  // a long entry's place
   if (count <= kPieceTokens) {
     meta = piece.size() | count << 8;
     for (std::size_t k = 0; k < count; ++k) {
@@ -888,7 +889,7 @@ void BPEModel::keep_piece(std::string_view piece, const PieceKey& key, PieceCach
     meta = piece.size() | uint64_t{kLongEntryMark} << 8 | uint64_t{count} << 16;
     ids[0] = at;
   } else if (key_is_ascii(key)) {
-    // The array is full (or the tokens are not their bytes). An ASCII piece (a long
+    // No ring (it could not be had, or the tokens are not their bytes). An ASCII piece (a long
     // identifier, a run of symbols) was merged byte by byte, microseconds of work: it goes to
     // the word cache, and the entry says to look there. Other pieces start from whole
     // characters and merge again nearly as fast as the word cache finds them (keeping Chinese
@@ -903,47 +904,85 @@ void BPEModel::keep_piece(std::string_view piece, const PieceKey& key, PieceCach
     return;
   }
   const uint32_t tag = piece_tag(serial_);
-  // A way is taken if it holds an entry of the model that can still be met.
+  // A way is taken if it holds an entry of the model that can still be met, and for a long
+  // entry, whose ids are still in the array (so a piece whose ids were written over takes
+  // back its own way, not the other one).
   const PieceTable table = piece_table();
   auto taken = [&](const PieceCacheEntry& e) {
-    return static_cast<uint32_t>(e.word[0].load(std::memory_order_relaxed)) == tag &&
-           entry_in_place(e, set, table);
+    if (static_cast<uint32_t>(e.word[0].load(std::memory_order_relaxed)) != tag ||
+        !entry_in_place(e, set, table)) {
+      return false;
+    }
+    const uint64_t m = e.word[5].load(std::memory_order_relaxed);
+    return entry_count(m) != kLongEntryMark ||
+           long_entry_held(e.word[6].load(std::memory_order_relaxed));
   };
   const bool first_taken = taken(set.way[0]);
   if (first_taken && table.mask == kFirstPieceMask && taken(set.way[1])) count_piece_loss();
   piece_write(set.way[first_taken ? 1 : 0], tag, key, meta, ids[0], ids[1]);
 }
 
-bool BPEModel::keep_long_entry(const uint32_t* ids, std::size_t count, uint32_t& at) const {
+// The array is a ring: a long entry takes the next count slots, or if they would pass the end,
+// the first count (the slots of the oldest entries, which are then read as gone). Places are
+// counted from the start over every wrap (long_entry_next_, 64 bits); a slot holds its id and
+// the lap of the place it was written for (place / kLongEntryIds + 1, in the high half).
+// A reader takes a slot's id only if its lap is the entry's: one written over since, by a
+// later lap (or by a writer of an earlier one that was slow to write), reads as gone, and so
+// does the whole entry. Each slot is one atomic word, so a copy is never torn within a slot,
+// and needs no other order than the entry's (written after its slots: piece_write's release,
+// piece_read's acquire).
+namespace {
+inline uint64_t long_entry_lap(uint64_t place) {
+  return place / BPEModel::kLongEntryIds + 1;
+}
+}  // namespace
+
+bool BPEModel::keep_long_entry(const uint32_t* ids, std::size_t count, uint64_t& place) const {
   std::call_once(long_entry_once_, [this] {
-    // Not zeroed: its pages are taken as they are first written.
-    long_entry_ids_.reset(new (std::nothrow) uint32_t[kLongEntryIds]);
+    // Not zeroed (std::atomic's default constructor is trivial in C++17): its pages are taken
+    // as they are first written. (A zero slot is of no lap.)
+    long_entry_ids_.reset(new (std::nothrow) std::atomic<uint64_t>[kLongEntryIds]);
   });
-  if (long_entry_ids_ == nullptr) return false;
-  std::size_t used = long_entry_used_.load(std::memory_order_relaxed);
+  if (long_entry_ids_ == nullptr || count == 0 || count > kLongEntryIds) return false;
+  uint64_t next = long_entry_next_.load(std::memory_order_relaxed);
+  uint64_t at = 0;
   do {
-    if (count > kLongEntryIds - used) return false;  // used never passes kLongEntryIds
-  } while (!long_entry_used_.compare_exchange_weak(used, used + count,
+    at = next;
+    const std::size_t offset = static_cast<std::size_t>(at % kLongEntryIds);
+    if (count > kLongEntryIds - offset) at += kLongEntryIds - offset;  // from the start
+  } while (!long_entry_next_.compare_exchange_weak(next, at + count,
                                                     std::memory_order_relaxed));
-  std::memcpy(long_entry_ids_.get() + used, ids, count * sizeof(uint32_t));
-  at = static_cast<uint32_t>(used);
+  const uint64_t lap = long_entry_lap(at) << 32;
+  std::atomic<uint64_t>* const to = long_entry_ids_.get() + at % kLongEntryIds;
+  for (std::size_t k = 0; k < count; ++k) to[k].store(lap | ids[k], std::memory_order_relaxed);
+  place = at;
   return true;
+}
+
+bool BPEModel::long_entry_held(uint64_t place) const {
+  // (What the writers have taken since; a slow writer of a lap before may still write over.)
+  return long_entry_next_.load(std::memory_order_relaxed) - place <= kLongEntryIds;
 }
 
 unsigned BPEModel::read_long_entry(uint64_t meta, const uint64_t (&ids)[2], uint32_t* out) const {
   const std::size_t length = meta & 0xFF;
   const std::size_t count = (meta >> 16) & 0xFF;
-  const std::size_t at = static_cast<uint32_t>(ids[0]);
-  // The entry was written after its ids (so the array and its use are seen here); the checks
-  // keep an entry that is not one of this model's (a tag shared 2^32 models on) inside it,
-  // and its ids within the piece's room (at most one a byte).
-  const uint32_t* const kept = long_entry_ids_.get();
-  if (kept == nullptr || count == 0 || count > length ||
-      at + count > long_entry_used_.load(std::memory_order_relaxed)) {
+  const uint64_t place = ids[0];
+  // The checks keep an entry that is not one of this model's (a tag shared 2^32 models on)
+  // inside the array, and its ids within the piece's room (at most one a byte).
+  const std::atomic<uint64_t>* const kept = long_entry_ids_.get();
+  const std::size_t offset = static_cast<std::size_t>(place % kLongEntryIds);
+  if (kept == nullptr || count == 0 || count > length || count > kLongEntryIds - offset) {
     return 0;
   }
-  std::memcpy(out, kept + at, count * sizeof(uint32_t));
-  return static_cast<unsigned>(count);
+  const uint64_t lap = long_entry_lap(place);
+  uint64_t other = 0;  // any bit of a lap that is not the entry's
+  for (std::size_t k = 0; k < count; ++k) {
+    const uint64_t slot = kept[offset + k].load(std::memory_order_relaxed);
+    other |= (slot >> 32) ^ lap;
+    out[k] = static_cast<uint32_t>(slot);
+  }
+  return other == 0 ? static_cast<unsigned>(count) : 0;
 }
 
 std::size_t BPEModel::encode_missed_ascii(std::string_view piece, const PieceKey& key,
@@ -1147,9 +1186,8 @@ void BPEModel::encode_ids_of(std::string_view text, const Bounds& bounds, std::s
       continue;
     }
     hand_over();
-    if (found[k].meta != 0) {
-      // Marked: its tokens are in the word cache (kept there before the mark was written); or
-      // a long entry whose place the array does not hold, merged.
+    if (found[k].meta != 0 && entry_count(found[k].meta) != kLongEntryMark) {
+      // Marked: its tokens are in the word cache (kept there before the mark was written).
       if (!find_cached_ids(piece, ids)) encode_word_ids(piece, ids, spans);
       continue;
     }

@@ -257,14 +257,14 @@ def test_ascii_pieces_merged_for_ids_then_read_for_offsets(shared_data, encoding
     check()
 
 
-def test_long_entries_until_their_array_is_full(shared_data, encodings, pairs, monkeypatch):
-    # Short pieces of more than eight tokens keep their ids in an array of the model's, which
-    # holds 2^20 ids and is never written over: once a piece's ids no longer fit, its entry is
-    # not written (a non-ASCII piece is then merged at each meeting, an ASCII one goes to the
-    # word cache). 60,000 pieces of a comma and nine random CJK characters (30 bytes, 16 or
-    # more tokens each in cl100k_base: 1.3M ids in all) fill it; ids and offsets stay those of
-    # tiktoken and of a tokenizer without caches, on one thread and two, for pieces in the
-    # array, pieces that found it full, and ASCII pieces met after.
+def test_long_entries_when_their_ring_wraps(shared_data, encodings, pairs, monkeypatch):
+    # Short pieces of more than eight tokens keep their ids in a ring of 2^20 ids of the
+    # model's; once it wraps, the oldest ids are written over, and a piece whose ids are gone
+    # is merged and kept again in its own way of the cache. 60,000 pieces of a comma and nine
+    # random CJK characters (30 bytes, 16 or more tokens each in cl100k_base: 1.3M ids in all)
+    # wrap it; ids and offsets stay those of tiktoken and of a tokenizer without caches, on one
+    # thread and two, for pieces in the ring, pieces whose ids were written over, and ASCII
+    # pieces of more than eight tokens.
     from tokenmill.formats import tiktoken as tiktoken_format
 
     name = "cl100k_base"
@@ -272,7 +272,7 @@ def test_long_entries_until_their_array_is_full(shared_data, encodings, pairs, m
     monkeypatch.setattr(tiktoken_format, "CACHE_CAPACITY", 0)
     uncached = tokenmill.load(name, path=path)
     monkeypatch.undo()
-    tok = tokenmill.load(name, path=path)  # its own model, so its own empty array
+    tok = tokenmill.load(name, path=path)  # its own model, so its own empty ring
     model = tok.native_plan()[0]
     ref = pairs[name][1]
     rnd = random.Random(3)
@@ -282,25 +282,49 @@ def test_long_entries_until_their_array_is_full(shared_data, encodings, pairs, m
     expected = ref.encode_ordinary_batch(texts)
     room = 1 << 20
     assert model.long_entry_ids() == (0, room)
-    assert sum(map(len, expected)) > room + 200_000  # more than the array can hold
+    assert sum(map(len, expected)) > room + 200_000  # more than the ring holds
 
-    half = len(texts) // 2
-    assert tok.encode_ordinary_batch(texts[:half], num_threads=1) == expected[:half]
-    kept, _ = model.long_entry_ids()
-    assert 0.4 * room < kept < room
-    assert tok.encode_ordinary_batch(texts, num_threads=2) == expected
-    kept, _ = model.long_entry_ids()
-    assert room - 32 < kept <= room  # full: the next piece's ids did not fit
+    def taken_by(batch, threads=1):
+        before = model.long_entry_ids()[0]
+        assert tok.encode_ordinary_batch([texts[i] for i in batch], num_threads=threads) == \
+            [expected[i] for i in batch]
+        return model.long_entry_ids()[0] - before
+
+    def ids_of(batch):
+        return sum(len(expected[i]) for i in batch)
+
+    half = range(len(texts) // 2)
+    assert 0.95 * ids_of(half) < taken_by(half) <= ids_of(half)  # (each piece has its 16+)
+    # Read from the ring (but for pieces that lost their place in the cache to others)
+    assert taken_by(half, threads=2) < 0.1 * ids_of(half)
+    rest = range(len(texts) // 2, len(texts))
+    assert taken_by(rest, threads=2) > 0.95 * ids_of(rest)  # wraps: the first ids are gone
+    assert model.long_entry_ids()[0] > room
+
+    # The first texts' ids were written over: merged and kept again, through the offsets'
+    # path for some and the ids' path for the others, then read.
+    first = range(20)
+    for i in first[:10]:
+        e = tok.encode(texts[i], disallowed_special=())
+        assert e.ids == expected[i]
+        assert e.offsets == uncached.encode(texts[i], disallowed_special=()).offsets
+    assert taken_by(first[10:]) > 0.95 * ids_of(first[10:])
+    assert taken_by(first, threads=2) < 0.1 * ids_of(first)
+    for i in first:
+        assert tok.encode(texts[i], disallowed_special=()).offsets == \
+            uncached.encode(texts[i], disallowed_special=()).offsets
+    # The last texts' ids are still in the ring.
+    last = range(len(texts) - 100, len(texts))
+    assert taken_by(last) < 0.1 * ids_of(last)
+
     ascii_texts = [" " + "".join(rnd.choices(string.ascii_letters + string.digits, k=31))
                    for _ in range(2_000)]
     ascii_expected = ref.encode_ordinary_batch(ascii_texts)
     assert max(map(len, ascii_expected)) > 8
-    for threads in (1, 2):
+    for threads in (1, 2, 1):
         assert tok.encode_ordinary_batch(texts, num_threads=threads) == expected
         assert tok.encode_ordinary_batch(ascii_texts, num_threads=threads) == ascii_expected
-    assert kept <= model.long_entry_ids()[0] <= room  # (a piece may take the last few)
-    sample = texts[:20] + texts[-20:] + ascii_texts[:50]
-    for t, ids in zip(sample, expected[:20] + expected[-20:] + ascii_expected[:50]):
+    for t, ids in zip(ascii_texts[:50], ascii_expected[:50]):
         e = tok.encode(t, disallowed_special=())
         assert e.ids == ids
         assert e.offsets == uncached.encode(t, disallowed_special=()).offsets

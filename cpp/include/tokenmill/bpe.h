@@ -180,10 +180,10 @@ class BPEModel {
   // Applies merges by rank to a sequence of ids (the symbols a caller chose); the teaching path.
   std::vector<uint32_t> merge_ids(const std::vector<uint32_t>& ids) const;
 
-  // The ids kept for piece-cache entries of more tokens than an entry holds, and the room for
-  // them (kLongEntryIds; kept stops short of it once a piece's ids no longer fit). For tests.
-  std::size_t long_entry_ids_kept() const {
-    return long_entry_used_.load(std::memory_order_relaxed);
+  // The ids taken, over every wrap of the ring, for piece-cache entries of more tokens than
+  // an entry holds (past kLongEntryIds, the oldest were written over). For tests.
+  uint64_t long_entry_ids_kept() const {
+    return long_entry_next_.load(std::memory_order_relaxed);
   }
   static constexpr std::size_t kLongEntryIds = std::size_t{1} << 20;
 
@@ -251,11 +251,13 @@ class BPEModel {
   void keep_piece(std::string_view piece, const PieceKey& key, PieceCacheSet& set,
                   const uint32_t* tok, const uint32_t* ends, std::size_t count) const;
   // Short pieces of more tokens than an entry holds (kPackedTokens, or kPieceTokens): their
-  // ids, end to end over the piece, are kept in long_entry_ids_, and the entry holds where.
-  // keep_long_entry copies ids[0, count) there and gives their place; false when the array is
-  // full (or could not be had). read_long_entry writes the ids of an entry's place (meta, the
-  // id words) at out and returns how many, 0 if the place is not one the array has kept.
-  bool keep_long_entry(const uint32_t* ids, std::size_t count, uint32_t& at) const;
+  // ids, end to end over the piece, are kept in the ring long_entry_ids_, and the entry holds
+  // where. keep_long_entry copies ids[0, count) there and gives their place; false if the
+  // array could not be had. long_entry_held: whether a place's ids are not yet written over.
+  // read_long_entry writes the ids of an entry's place (meta, the id words) at out and returns
+  // how many, 0 if the array no longer holds them (or never did).
+  bool keep_long_entry(const uint32_t* ids, std::size_t count, uint64_t& place) const;
+  bool long_entry_held(uint64_t place) const;
   unsigned read_long_entry(uint64_t meta, const uint64_t (&ids)[2], uint32_t* out) const;
   void initial_symbols(std::string_view word, std::vector<Symbol>& syms) const;
   void initial_byte_symbols(std::string_view word, std::vector<Symbol>& syms) const;
@@ -363,12 +365,14 @@ class BPEModel {
 
   mutable WordCache word_cache_;  // words merged before -> their tokens (word_cache.h)
 
-  // The ids of long entries (keep_long_entry), appended and never moved nor freed while the
-  // model lives: kLongEntryIds of them (4 MiB), allocated at the first. Readers find a place
-  // only in an entry written after its ids (piece_write's release, piece_read's acquire).
+  // The ids of long entries (keep_long_entry), a ring of kLongEntryIds slots (8 MiB: an id
+  // and its lap) allocated at the first, never moved nor freed while the model lives. Readers
+  // find a place only in an entry written after its slots (piece_write's release, piece_read's
+  // acquire), and take the ids only if every slot is still of the entry's lap.
+  // long_entry_next_: the slots taken in all.
   mutable std::once_flag long_entry_once_;
-  mutable std::unique_ptr<uint32_t[]> long_entry_ids_;
-  mutable std::atomic<std::size_t> long_entry_used_{0};
+  mutable std::unique_ptr<std::atomic<uint64_t>[]> long_entry_ids_;
+  mutable std::atomic<uint64_t> long_entry_next_{0};
 };
 
 }  // namespace tokenmill
