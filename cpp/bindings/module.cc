@@ -814,7 +814,7 @@ NB_MODULE(_core, m) {
       .def(
           "long_entry_ids",
           [](const BPEModel& model) {
-            return std::make_pair(model.long_entry_ids_kept(), BPEModel::kLongEntryIds);
+            return std::make_pair(model.long_entry_slots_taken(), BPEModel::kLongEntryIds);
           },
           "(ids taken, room): the ring of piece-cache entries of more tokens than an entry "
           "holds; ids taken counts over every wrap (for tests).")

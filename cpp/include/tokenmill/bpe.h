@@ -182,7 +182,7 @@ class BPEModel {
 
   // The ids taken, over every wrap of the ring, for piece-cache entries of more tokens than
   // an entry holds (past kLongEntryIds, the oldest were written over). For tests.
-  uint64_t long_entry_ids_kept() const {
+  uint64_t long_entry_slots_taken() const {
     return long_entry_next_.load(std::memory_order_relaxed);
   }
   static constexpr std::size_t kLongEntryIds = std::size_t{1} << 20;
