@@ -18,6 +18,7 @@
 #include <optional>
 #include <string>
 #include <tuple>
+#include <type_traits>
 #include <utility>
 #include <vector>
 
@@ -553,11 +554,13 @@ nb::list encode_ids_batch(const BPEModel& model, int pattern, nb::handle text_li
   return nb::borrow<nb::list>(out);
 }
 
-// A vector handed to numpy without a copy: the array owns it through a capsule.
-template <typename T>
-nb::ndarray<nb::numpy, T, nb::ndim<1>> owned_array(std::vector<T>&& values) {
-  auto* kept = new std::vector<T>(std::move(values));
-  nb::capsule owner(kept, [](void* p) noexcept { delete static_cast<std::vector<T>*>(p); });
+// A buffer (a std::vector, or a tokenmill::RawArray) handed to numpy without a copy: the array
+// owns it through a capsule.
+template <typename Buffer, typename T = std::remove_cv_t<
+                               std::remove_pointer_t<decltype(std::declval<Buffer&>().data())>>>
+nb::ndarray<nb::numpy, T, nb::ndim<1>> owned_array(Buffer&& values) {
+  auto* kept = new Buffer(std::move(values));
+  nb::capsule owner(kept, [](void* p) noexcept { delete static_cast<Buffer*>(p); });
   return nb::ndarray<nb::numpy, T, nb::ndim<1>>(kept->data(), {kept->size()}, owner);
 }
 
@@ -569,22 +572,16 @@ nb::tuple encode_ids_flat(const BPEModel& model, int pattern, nb::handle text_li
   const Texts batch = texts_of(text_list);
   const std::vector<tokenmill::TextRef>& texts = batch.refs;
   tokenmill::FlatIds flat;
-  std::vector<uint16_t> small;
   {
     nb::gil_scoped_release release;
-    flat = tokenmill::encode_texts_flat(model, p, texts, threads, true);
-    if (narrow) {
-      small.resize(flat.ids.size());
-      for (std::size_t k = 0; k < flat.ids.size(); ++k) {
-        if (flat.ids[k] > 0xFFFF) throw tokenmill::Error("an id does not fit in uint16");
-        small[k] = static_cast<uint16_t>(flat.ids[k]);
-      }
-      std::vector<uint32_t>().swap(flat.ids);
-    }
+    flat = tokenmill::encode_texts_flat(
+        model, p, texts, threads,
+        narrow ? tokenmill::FlatOut::kNarrowIds : tokenmill::FlatOut::kIds);
   }
   std::vector<int64_t> offsets(flat.offsets.begin(), flat.offsets.end());
-  nb::object ids = narrow ? nb::cast(owned_array(std::move(small)))
-                          : nb::cast(owned_array(std::move(flat.ids)));
+  nb::object ids = narrow                  ? nb::cast(owned_array(std::move(flat.narrow)))
+                   : flat.joined.size() > 0 ? nb::cast(owned_array(std::move(flat.joined)))
+                                            : nb::cast(owned_array(std::move(flat.ids)));
   return nb::make_tuple(ids, owned_array(std::move(offsets)));
 }
 
@@ -597,7 +594,8 @@ std::vector<uint64_t> count_tokens(const BPEModel& model, int pattern, nb::handl
   std::vector<uint64_t> counts(texts.size());
   {
     nb::gil_scoped_release release;
-    const tokenmill::FlatIds flat = tokenmill::encode_texts_flat(model, p, texts, threads, false);
+    const tokenmill::FlatIds flat =
+        tokenmill::encode_texts_flat(model, p, texts, threads, tokenmill::FlatOut::kCounts);
     for (std::size_t t = 0; t < texts.size(); ++t) {
       counts[t] = flat.offsets[t + 1] - flat.offsets[t];
     }

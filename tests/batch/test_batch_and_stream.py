@@ -64,17 +64,26 @@ def test_count_tokens(o200k):
     assert o200k.count_tokens(TEXTS * 50) == [len(o200k.encode_ordinary(t)) for t in TEXTS * 50]
 
 
+@pytest.mark.parametrize("encoding", ["cl100k_base", "r50k_base"])
 @pytest.mark.parametrize("threads", [1, 2, 3])
-def test_many_texts_on_threads_join_in_order(cl100k, threads):
+def test_many_texts_on_threads_join_in_order(shared_data, encoding, threads):
     # Enough texts for many blocks of 64 (on more than one thread each block has its own
-    # buffer, joined in input order), texts of every length, the empty one included.
+    # buffer, copied by the threads into one in input order), texts of every length, the empty
+    # one included; r50k_base's ids are narrowed to uint16 in the same copies (on one thread,
+    # in runs of the one block).
+    tok = tokenmill.load(encoding, path=shared_data / "tokenizers" / "tiktoken")
     texts = [f"{i} " * (i % 23) + TEXTS[i % len(TEXTS)] for i in range(3000)]
-    expected = [cl100k.encode_ordinary(t) for t in texts]
-    out = cl100k.encode_batch_np(texts, num_threads=threads)
+    expected = [tok.encode_ordinary(t) for t in texts]
+    out = tok.encode_batch_np(texts, num_threads=threads)
+    assert out["ids"].dtype == (np.uint16 if encoding == "r50k_base" else np.uint32)
     offsets = out["offsets"].tolist()
     assert offsets[0] == 0 and len(offsets) == len(texts) + 1
     assert [out["ids"][a:b].tolist() for a, b in zip(offsets, offsets[1:])] == expected
-    assert cl100k.count_tokens(texts, num_threads=threads) == list(map(len, expected))
+    assert tok.count_tokens(texts, num_threads=threads) == list(map(len, expected))
+    # a batch of one text (one block, cut into runs for the copies when narrowed)
+    one = texts[7] * 50
+    assert tok.encode_batch_np([one], num_threads=threads)["ids"].tolist() == \
+        tok.encode_ordinary(one)
 
 
 def test_id_lists_are_left_out_of_the_cycle_collector(cl100k):
@@ -178,10 +187,15 @@ def test_a_batch_holds_off_the_collector_and_restores_it(cl100k, threads):
         gc.enable()
 
 
-def test_empty_batch(cl100k):
-    out = cl100k.encode_batch_np([])
+@pytest.mark.parametrize("encoding", ["cl100k_base", "r50k_base"])
+@pytest.mark.parametrize("threads", [1, 2])
+def test_empty_batch(shared_data, encoding, threads):
+    tok = tokenmill.load(encoding, path=shared_data / "tokenizers" / "tiktoken")
+    out = tok.encode_batch_np([], num_threads=threads)
     assert out["ids"].tolist() == [] and out["offsets"].tolist() == [0]
-    assert cl100k.count_tokens([]) == []
+    assert tok.count_tokens([], num_threads=threads) == []
+    out = tok.encode_batch_np(["", ""], num_threads=threads)  # texts, but no ids
+    assert out["ids"].tolist() == [] and out["offsets"].tolist() == [0, 0, 0]
 
 
 @pytest.mark.parametrize("call", ["encode_batch_np", "count_tokens", "encode_ordinary_batch"])

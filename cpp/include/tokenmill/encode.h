@@ -5,6 +5,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -53,16 +54,43 @@ void encode_text_range(const BPEModel& model, SplitPattern pattern,
                        const std::vector<TextRef>& texts, std::size_t first, std::size_t last,
                        BlockIds& out);
 
-// Every text's ids end to end: text t's are ids[offsets[t], offsets[t + 1]). With keep_ids
-// false, ids stays empty and offsets still count each text's tokens.
+// An array whose items are not zeroed when it is made: for a buffer whose every item is written
+// before anything reads it (zeroing 8 MB of ids first was a pass of its own, on one thread).
+template <typename T>
+class RawArray {
+ public:
+  RawArray() = default;
+  explicit RawArray(std::size_t n) : items_(n != 0 ? new T[n] : nullptr), size_(n) {}
+  T* data() { return items_.get(); }
+  const T* data() const { return items_.get(); }
+  std::size_t size() const { return size_; }
+
+ private:
+  std::unique_ptr<T[]> items_;
+  std::size_t size_ = 0;
+};
+
+// What encode_texts_flat keeps of the ids.
+enum class FlatOut {
+  kCounts,     // none: offsets only
+  kIds,        // uint32 ids: `ids` (one block's buffer, not copied) or `joined`
+  kNarrowIds,  // uint16 ids in `narrow`; an id over 0xFFFF is an Error
+};
+
+// Every text's ids end to end: text t's are at [offsets[t], offsets[t + 1]) of whichever of
+// ids, joined and narrow holds them (the others are empty). With FlatOut::kCounts, offsets
+// still count each text's tokens.
 struct FlatIds {
   std::vector<uint32_t> ids;
+  RawArray<uint32_t> joined;
+  RawArray<uint16_t> narrow;
   std::vector<uint64_t> offsets;
 };
 
-// As encode_texts, into one buffer: no vector per text, and on one thread no copy at all.
+// As encode_texts, into one buffer: no vector per text, and with uint32 ids on one thread no
+// copy at all. Blocks of texts are encoded on up to `threads` threads, then copied (or
+// narrowed) into one buffer by as many, a block each.
 FlatIds encode_texts_flat(const BPEModel& model, SplitPattern pattern,
-                          const std::vector<TextRef>& texts, std::size_t threads,
-                          bool keep_ids);
+                          const std::vector<TextRef>& texts, std::size_t threads, FlatOut out);
 
 }  // namespace tokenmill
