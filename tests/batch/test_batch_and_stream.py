@@ -245,6 +245,25 @@ def test_decode_takes_any_sequence_of_ids(cl100k):
     assert cl100k.decode([*ids, special], skip_special_tokens=False) == text + "<|endoftext|>"
 
 
+def test_decode_reads_its_own_ints_and_others_alike(cl100k, o200k):
+    # The ints of encoded ids are the core's kept ones, whose id decode takes from where each
+    # sits, not reading it; ints made elsewhere (equal, other objects) are read. Mixed in one
+    # list, in both orders, on two models (which share the kept ints), the text is the same;
+    # a bad id among kept ones is still named at its position.
+    text = "Kept ints, fresh ints: 中文 and 🙂 " * 20
+    for tok in (cl100k, o200k):
+        ids = tok.encode_ordinary(text)
+        fresh = [int(str(i)) for i in ids]
+        assert all(a == b and a is not b for a, b in zip(ids, fresh) if b > 256)
+        mixed = [a if k % 2 else b for k, (a, b) in enumerate(zip(ids, fresh))]
+        other = [b if k % 2 else a for k, (a, b) in enumerate(zip(ids, fresh))]
+        for seq in (ids, fresh, mixed, other, tuple(mixed)):
+            assert tok.decode(seq) == text
+            assert tok.decode_bytes(seq) == text.encode("utf-8")
+        with pytest.raises(tokenmill.InputError, match=r"ids\[3\]: -7 is not an id"):
+            tok.decode([*ids[:3], -7, *ids[3:]])
+
+
 @settings(max_examples=150, deadline=None)
 @given(st.text(st.characters(exclude_categories=("Cs",)), max_size=40))
 def test_stream_releases_whole_characters_that_add_up(cl100k, text):
