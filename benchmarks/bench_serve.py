@@ -5,14 +5,15 @@
   and tokenmill against tiktoken, for the first encode of a fresh process and in the steady
   state after it (the median of three more texts of the kind); and, when it is installed,
   against the leader ``gigatoken`` (its tiktoken-style call, lists as ours and tiktoken's);
-- decode throughput on the ids of English and Chinese text (MB/s of text produced);
+- decode throughput on the ids of English and Chinese text (MB/s of text produced), both
+  engines in one process, and their ratio there;
 - batch encoding on every core against tokenmill's own single thread;
 - ``tokenmill encode-corpus`` end to end at two corpus sizes: MB/s and peak memory.
 
     python benchmarks/bench_serve.py --repeats 3 --json bench_serve.json
 
-Every measurement runs in a fresh process (this script with ``--worker``), each engine alone;
-figures are medians over ``--repeats`` runs, engines alternating. A run that passes
+Every measurement runs in a fresh process (this script with ``--worker``), each engine alone
+but for decoding; figures are medians over ``--repeats`` runs, engines alternating. A run that passes
 ``--timeout`` seconds is reported as such.
 """
 
@@ -111,18 +112,24 @@ def worker_hostile(spec: dict[str, Any]) -> dict[str, Any]:
 
 
 def worker_decode(spec: dict[str, Any]) -> dict[str, Any]:
-    """Decode every document's ids (encoded beforehand, not timed), twice; the faster pass."""
-    enc = open_encoding(spec["engine"], Path(spec["data"]), spec["encoding"])
+    """Decode every document's ids (each engine's own, encoded beforehand, not timed) with each
+    of ``spec["engines"]`` in one process, passes alternating (ABBA, twice); each engine's
+    faster pass. Paired so: a shared machine's speed moved twofold from one process to the
+    next, for both engines alike, and two engines measured in separate processes compared
+    those moves rather than the decoders."""
     docs = json.loads(Path(spec["docs"]).read_text(encoding="utf-8"))
-    ids = [enc.encode_ordinary(d) for d in docs]
     size = sum(len(d.encode("utf-8")) for d in docs)
-    best = float("inf")
-    for _ in range(2):
+    engines = spec["engines"]
+    encs = {e: open_encoding(e, Path(spec["data"]), spec["encoding"]) for e in engines}
+    ids = {e: [enc.encode_ordinary(d) for d in docs] for e, enc in encs.items()}
+    best = dict.fromkeys(engines, float("inf"))
+    for engine in [*engines, *engines[::-1]] * 2:
         t0 = time.perf_counter()
-        out = [enc.decode(x) for x in ids]
-        best = min(best, time.perf_counter() - t0)
-    assert out == docs, "decode did not give the text back"
-    return {"mb_s": size / MB / best}
+        out = [encs[engine].decode(x) for x in ids[engine]]
+        best[engine] = min(best[engine], time.perf_counter() - t0)
+        assert out == docs, f"{engine}: decode did not give the text back"
+        del out
+    return {"mb_s": {e: size / MB / t for e, t in best.items()}}
 
 
 def worker_threads(spec: dict[str, Any]) -> dict[str, Any]:
@@ -172,6 +179,24 @@ def medians(args: argparse.Namespace, spec: dict[str, Any], key: str,
             engines: tuple[str, ...] = ("tokenmill", "tiktoken")) -> dict[str, float | None]:
     """medians_of for one key."""
     return {e: m[key] for e, m in medians_of(args, spec, (key,), engines).items()}
+
+
+def decode_medians(args: argparse.Namespace,
+                   spec: dict[str, Any]) -> tuple[dict[str, float], float]:
+    """Each engine's median decode MB/s over the repeats (a fresh process each, holding both
+    engines, which goes first alternating), and the median of the two's ratio in a process."""
+    engines = ("tokenmill", "tiktoken")
+    runs: dict[str, list[float]] = {e: [] for e in engines}
+    ratios = []
+    for r in range(args.repeats):
+        order = list(engines if r % 2 == 0 else engines[::-1])
+        result = run_worker({**spec, "engines": order}, args.timeout)
+        if result is None:
+            raise SystemExit(f"decode run timed out: {spec}")
+        for e in engines:
+            runs[e].append(result["mb_s"][e])
+        ratios.append(result["mb_s"]["tokenmill"] / result["mb_s"]["tiktoken"])
+    return {e: statistics.median(v) for e, v in runs.items()}, statistics.median(ratios)
 
 
 def thread_medians(args: argparse.Namespace, spec: dict[str, Any],
@@ -247,11 +272,13 @@ def benchmark(args: argparse.Namespace, work: Path) -> dict[str, Any]:
         path = work / f"{lang}.json"
         path.write_text(json.dumps(texts), encoding="utf-8")
         for name in ENCODINGS:
-            m = medians(args, {**base, "task": "decode", "encoding": name, "docs": str(path)},
-                        "mb_s")
-            log(f"decode {name} {lang}: {m}")
+            m, paired = decode_medians(args, {**base, "task": "decode", "encoding": name,
+                                              "docs": str(path)})
+            log(f"decode {name} {lang}: {m}, paired {paired}")
             rows.append((f"decode {name}, {lang}", "MB/s: tokenmill / tiktoken (>= 1)",
                          m["tokenmill"], m["tiktoken"]))
+            rows.append((f"decode {name}, {lang}",
+                         "paired: tokenmill / tiktoken in one process (>= 1)", paired, NA))
     cores = len(os.sched_getaffinity(0))
     threads_docs = work / "threads.json"
     threads_docs.write_text(json.dumps(english(args.data, int(args.threads_mb * MB))[0]),
