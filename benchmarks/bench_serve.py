@@ -3,7 +3,8 @@
 - hostile inputs (1 MB of "a", random letters, digits, a base64 blob, one CJK character
   repeated, FASTA-like records of 40 kB pieces) at 100 kB and 1 MB: how time grows with size,
   and tokenmill against tiktoken, for the first encode of a fresh process and in the steady
-  state after it (the median of three more texts of the kind); and, when it is installed,
+  state after it (the median of three more texts of the kind; tokenmill's steady growth also
+  with both sizes' calls alternating in one process); and, when it is installed,
   against the leader ``gigatoken`` (its tiktoken-style call, lists as ours and tiktoken's);
 - decode throughput on the ids of English and Chinese text (MB/s of text produced), both
   engines in one process, and their ratio there;
@@ -13,8 +14,8 @@
     python benchmarks/bench_serve.py --repeats 3 --json bench_serve.json
 
 Every measurement runs in a fresh process (this script with ``--worker``), each engine alone
-but for decoding; figures are medians over ``--repeats`` runs, engines alternating. A run that passes
-``--timeout`` seconds is reported as such.
+but for decoding; figures are medians over ``--repeats`` runs, engines alternating. A run
+that passes ``--timeout`` seconds is reported as such.
 """
 
 from __future__ import annotations
@@ -107,8 +108,25 @@ def worker_hostile(spec: dict[str, Any]) -> dict[str, Any]:
         ids = enc.encode_ordinary(text)
         times.append(time.perf_counter() - t0)
         del text
+    paired = NA
+    if spec["engine"] == "tokenmill" and spec["size"] >= SIZES[-1]:
+        # The steady growth from 100 kB to 1 MB again, the two sizes' calls alternating in
+        # this process: the steady medians above come from two processes, run a minute or
+        # more apart, and the shared machine's speed moves by more than a quarter between
+        # such runs (a bar of 12 read 16 from them on one CJK character).
+        small, big = [], []
+        for k in range(STEADY_SMALL):
+            for size, into, seed in ((SIZES[0], small, 1 + k), (SIZES[-1], big, 1 + STEADY + k)):
+                if into is big and k >= STEADY:
+                    continue
+                text = hostile_text(spec["kind"], size, seed)
+                t0 = time.perf_counter()
+                enc.encode_ordinary(text)
+                into.append(time.perf_counter() - t0)
+                del text
+        paired = statistics.median(big) / statistics.median(small)
     return {"s": times[0], "steady_s": statistics.median(times[1:]), "tokens": len(ids),
-            "setup_s": setup}
+            "setup_s": setup, "paired_growth": paired}
 
 
 def worker_decode(spec: dict[str, Any]) -> dict[str, Any]:
@@ -240,7 +258,7 @@ def benchmark(args: argparse.Namespace, work: Path) -> dict[str, Any]:
         for kind in HOSTILE:
             t = {size: medians_of(args, {**base, "task": "hostile", "encoding": name,
                                          "kind": kind, "size": size},
-                                  ("s", "steady_s", "tokens"), engines)
+                                  ("s", "steady_s", "tokens", "paired_growth"), engines)
                  for size in SIZES}
             for size in SIZES:
                 counts = {e: t[size][e]["tokens"] for e in engines
@@ -255,6 +273,9 @@ def benchmark(args: argparse.Namespace, work: Path) -> dict[str, Any]:
                 section = f"{name}, {kind}, {when}"
                 rows.append((section, "1 MB / 100 kB time, tokenmill (<= 12)",
                              tm, t[SIZES[0]]["tokenmill"][key]))
+                if key == "steady_s":
+                    rows.append((section, "1 MB / 100 kB time, tokenmill, in one process "
+                                 "(<= 12)", t[SIZES[1]]["tokenmill"]["paired_growth"], NA))
                 rows.append((section, "1 MB / 100 kB time, tiktoken",
                              tt, t[SIZES[0]]["tiktoken"][key]))
                 rows.append((section, "1 MB: tiktoken s / tokenmill s (>= 10)", tt, tm))
