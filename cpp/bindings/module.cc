@@ -590,7 +590,10 @@ nb::ndarray<nb::numpy, T, nb::ndim<1>> owned_array(Buffer&& values) {
 // All the texts' ids in one numpy array of uint16 (narrow: every id of the vocabulary fits) or
 // uint32, and where each text's ids start (n + 1 int64 offsets): no Python object per token.
 nb::tuple encode_ids_flat(const BPEModel& model, int pattern, nb::handle text_list,
-                          std::size_t threads, bool narrow) {
+                          std::size_t threads, bool narrow, std::optional<uint32_t> separator) {
+  if (separator && narrow && *separator > 0xFFFF) {
+    throw nb::value_error("the separator id does not fit in uint16");
+  }
   const tokenmill::SplitPattern p = split_pattern(pattern);
   const Texts batch = texts_of(text_list);
   const std::vector<tokenmill::TextRef>& texts = batch.refs;
@@ -599,7 +602,8 @@ nb::tuple encode_ids_flat(const BPEModel& model, int pattern, nb::handle text_li
     nb::gil_scoped_release release;
     flat = tokenmill::encode_texts_flat(
         model, p, texts, threads,
-        narrow ? tokenmill::FlatOut::kNarrowIds : tokenmill::FlatOut::kIds);
+        narrow ? tokenmill::FlatOut::kNarrowIds : tokenmill::FlatOut::kIds,
+        separator ? &*separator : nullptr);
   }
   std::vector<int64_t> offsets(flat.offsets.begin(), flat.offsets.end());
   nb::object ids = narrow                  ? nb::cast(owned_array(std::move(flat.narrow)))
@@ -929,7 +933,7 @@ NB_MODULE(_core, m) {
   m.def("encode_offsets", &encode_offsets, "model"_a, "pattern"_a, "text"_a);
   m.def("encode_ids_batch", &encode_ids_batch, "model"_a, "pattern"_a, "texts"_a, "threads"_a);
   m.def("encode_ids_flat", &encode_ids_flat, "model"_a, "pattern"_a, "texts"_a, "threads"_a,
-        "narrow"_a);
+        "narrow"_a, "separator"_a = nb::none());
   m.def("count_tokens", &count_tokens, "model"_a, "pattern"_a, "texts"_a, "threads"_a);
 
   nb::class_<tokenmill::PieceCounter>(m, "PieceCounter")

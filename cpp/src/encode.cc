@@ -187,13 +187,16 @@ std::size_t block_texts(std::size_t count, std::size_t n) {
 }
 
 // Texts [first, last), each converted by this thread, encoded end to end into out.ids (emptied
-// after each text unless keep_ids); text t's token count goes to counts[t - first].
+// after each text unless keep_ids), each followed by *separator if given; text t's token count
+// (its separator counted) goes to counts[t - first].
 void encode_block_of(const BPEModel& model, SplitPattern pattern,
                      const std::vector<TextRef>& texts, std::size_t first, std::size_t last,
-                     bool keep_ids, Encoded& out, uint64_t* counts) {
+                     bool keep_ids, Encoded& out, uint64_t* counts,
+                     const uint32_t* separator = nullptr) {
   for (std::size_t t = first; t < last; ++t) {
     const std::size_t before = out.ids.size();
     append_text(model, pattern, utf8_of(texts[t]), out);
+    if (separator != nullptr) out.ids.push_back(*separator);
     counts[t - first] = out.ids.size() - before;
     if (!keep_ids) out.ids.clear();
   }
@@ -253,7 +256,8 @@ void encode_text_range(const BPEModel& model, SplitPattern pattern,
 }
 
 FlatIds encode_texts_flat(const BPEModel& model, SplitPattern pattern,
-                          const std::vector<TextRef>& texts, std::size_t threads, FlatOut out) {
+                          const std::vector<TextRef>& texts, std::size_t threads, FlatOut out,
+                          const uint32_t* separator) {
   FlatIds flat;
   flat.offsets.assign(texts.size() + 1, 0);
   const bool keep_ids = out != FlatOut::kCounts;
@@ -266,7 +270,7 @@ FlatIds encode_texts_flat(const BPEModel& model, SplitPattern pattern,
   for_blocks(blocks, n, [&](std::size_t b) {
     // (offsets hold counts until the sums below)
     encode_block_of(model, pattern, texts, b * block, std::min(texts.size(), (b + 1) * block),
-                    keep_ids, parts[b], flat.offsets.data() + b * block + 1);
+                    keep_ids, parts[b], flat.offsets.data() + b * block + 1, separator);
   });
   for (std::size_t t = 0; t < texts.size(); ++t) flat.offsets[t + 1] += flat.offsets[t];
   if (!keep_ids) return flat;

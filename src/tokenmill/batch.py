@@ -25,13 +25,15 @@ def _native(tok: Tokenizer) -> tuple[Any, int] | None:
 
 
 def encode_np(tok: Tokenizer, texts: Sequence[str], *, padded: bool = False, pad_id: int = 0,
-              side: str = "right", num_threads: int | None = None) -> dict[str, Any]:
+              side: str = "right", num_threads: int | None = None,
+              separator: int | None = None) -> dict[str, Any]:
     """Ids of ``texts`` (each as :meth:`Tokenizer.encode_ordinary`) as numpy arrays.
 
     Ragged (default): ``{"ids": 1-D array, "offsets": n + 1 document offsets}``: the ids of
     text i are ``ids[offsets[i]:offsets[i + 1]]``. With ``padded=True``: ``{"input_ids": [n, L],
     "attention_mask": [n, L]}`` with ``pad_id`` on ``side``. The dtype is uint16 when every id
-    of the vocabulary fits, uint32 otherwise.
+    of the vocabulary fits, uint32 otherwise. ``separator`` (an id of the vocabulary) ends
+    every text's ids, counted in them, as in a token file.
     """
     import numpy as np
 
@@ -39,19 +41,25 @@ def encode_np(tok: Tokenizer, texts: Sequence[str], *, padded: bool = False, pad
 
     if side not in ("right", "left"):
         raise InputError(f"side must be 'right' or 'left', got {side!r}")
+    vocab_size = tok.get_vocab_size()
+    if separator is not None and not (isinstance(separator, int) and 0 <= separator < vocab_size):
+        raise InputError(f"separator {separator!r} is not an id of the tokenizer (vocabulary "
+                         f"size {vocab_size})")
     texts = list(texts)
-    narrow = tok.get_vocab_size() <= 1 << 16 and 0 <= pad_id < 1 << 16
+    narrow = vocab_size <= 1 << 16 and 0 <= pad_id < 1 << 16
     dtype = np.uint16 if narrow else np.uint32
     native = _native(tok)
     if native is not None:
         try:
             ids, offsets = _core.encode_ids_flat(native[0], native[1], texts,
-                                                 num_threads or _threads(len(texts)), narrow)
+                                                 num_threads or _threads(len(texts)), narrow,
+                                                 separator)
         except (TypeError, UnicodeError):
             check_texts(texts)
             raise
     else:
-        lists = [tok.encode_ordinary(t) for t in texts]
+        lists = [tok.encode_ordinary(t) + ([] if separator is None else [separator])
+                 for t in texts]
         offsets = np.zeros(len(lists) + 1, dtype=np.int64)
         np.cumsum([len(x) for x in lists], out=offsets[1:])
         ids = np.fromiter((i for x in lists for i in x), dtype=dtype, count=int(offsets[-1]))

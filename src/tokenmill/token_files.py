@@ -56,6 +56,8 @@ def encode_corpus(tok: Tokenizer, batches: Iterable[list[str]], output: str | os
     batch, whatever the corpus size. ``source`` is recorded in the description as given."""
     import numpy as np
 
+    from tokenmill.batch import encode_np
+
     output = Path(output)
     ids_target, idx_target = write_target(output), write_target(Path(f"{output}.idx"))
     write_target(Path(f"{output}.json"))  # (written last, by atomic_write_text)
@@ -82,11 +84,9 @@ def encode_corpus(tok: Tokenizer, batches: Iterable[list[str]], output: str | os
             idx_file.write(first)
             idx_hash.update(first)
             for batch in batches:
-                out = tok.encode_batch_np(batch, num_threads=num_threads)
+                # (the separators put in by the core, counted in each document's ids)
+                out = encode_np(tok, batch, num_threads=num_threads, separator=separator)
                 ids, offsets = out["ids"].astype(dtype, copy=False), out["offsets"]
-                if separator is not None:
-                    ids = np.insert(ids, offsets[1:], separator).astype(dtype, copy=False)
-                    offsets = offsets + np.arange(len(offsets))
                 chunk = ids.tobytes()
                 ids_file.write(chunk)
                 ids_hash.update(chunk)

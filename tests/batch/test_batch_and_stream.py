@@ -60,6 +60,40 @@ def test_python_path_gives_the_same_arrays():
                                                           in ["Hello world", "there"]]
 
 
+@pytest.mark.parametrize("encoding", ["cl100k_base", "r50k_base"])
+@pytest.mark.parametrize("threads", [1, 2])
+def test_separator_ends_every_text(shared_data, encoding, threads):
+    # The core appends it after each text's ids (in every block, on every thread), counted in
+    # the text's offsets; the Python path (a tokenizer the core does not run) does the same.
+    from tokenmill.batch import encode_np
+
+    tok = tokenmill.load(encoding, path=shared_data / "tokenizers" / "tiktoken")
+    sep = tok.token_to_id("<|endoftext|>")
+    texts = [TEXTS[i % len(TEXTS)] * (i % 4) for i in range(500)]
+    out = encode_np(tok, texts, num_threads=threads, separator=sep)
+    offsets = out["offsets"].tolist()
+    assert [out["ids"][a:b].tolist() for a, b in zip(offsets, offsets[1:])] == \
+        [tok.encode_ordinary(t) + [sep] for t in texts]
+    assert out["ids"].dtype == (np.uint16 if encoding == "r50k_base" else np.uint32)
+    assert encode_np(tok, [], separator=sep)["ids"].tolist() == []
+    for bad in (-1, tok.get_vocab_size(), "1"):
+        with pytest.raises(tokenmill.InputError, match="is not an id of the tokenizer"):
+            encode_np(tok, texts, separator=bad)
+
+
+def test_separator_on_the_python_path():
+    from tokenmill.batch import encode_np
+
+    tok = Tokenizer(BPE({}, []), pre_tokenizer=pre_tokenizers.Whitespace())
+    tok.train_from_iterator(["hello world", "hello there"], BPETrainer(vocab_size=30))
+    assert tok.native_plan() is None
+    out = encode_np(tok, ["hello", "", "there world"], separator=3)
+    assert out["ids"].tolist() == tok.encode_ordinary("hello") + [3, 3] + \
+        tok.encode_ordinary("there world") + [3]
+    assert out["offsets"].tolist()[1:3] == [len(tok.encode_ordinary("hello")) + 1,
+                                             len(tok.encode_ordinary("hello")) + 2]
+
+
 def test_count_tokens(o200k):
     assert o200k.count_tokens(TEXTS * 50) == [len(o200k.encode_ordinary(t)) for t in TEXTS * 50]
 

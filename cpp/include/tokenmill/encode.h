@@ -89,8 +89,10 @@ struct FlatIds {
 
 // As encode_texts, into one buffer: no vector per text, and with uint32 ids on one thread no
 // copy at all. Blocks of texts are encoded on up to `threads` threads, then copied (or
-// narrowed) into one buffer by as many, a block each.
+// narrowed) into one buffer by as many, a block each. With a separator, every text's ids are
+// followed by *separator, counted in the text's (a token file's documents).
 FlatIds encode_texts_flat(const BPEModel& model, SplitPattern pattern,
-                          const std::vector<TextRef>& texts, std::size_t threads, FlatOut out);
+                          const std::vector<TextRef>& texts, std::size_t threads, FlatOut out,
+                          const uint32_t* separator = nullptr);
 
 }  // namespace tokenmill
