@@ -48,12 +48,15 @@ class TokenFileInfo:
 def encode_corpus(tok: Tokenizer, batches: Iterable[list[str]], output: str | os.PathLike[str],
                   *, separator: int | None = None, num_threads: int | None = None,
                   progress: Callable[[int, int], Any] | None = None,
-                  source: dict[str, Any] | None = None) -> TokenFileInfo:
+                  source: dict[str, Any] | None = None,
+                  fingerprint: str | None = None) -> TokenFileInfo:
     """Encode documents (in batches, as :func:`tokenmill.corpus.iter_batches` gives them) with
     :meth:`Tokenizer.encode_ordinary` semantics (a special token's text stays plain text) on
     native threads, appending ``separator`` after each document if given, and write the token
     file ``output``. ``progress(documents, tokens)`` is called after each batch. Memory is one
-    batch, whatever the corpus size. ``source`` is recorded in the description as given."""
+    batch, whatever the corpus size. ``source`` is recorded in the description as given, and
+    ``fingerprint`` too if given (``tok.fingerprint()``, made once by a caller that writes many
+    files with one tokenizer), else it is made here."""
     import numpy as np
 
     from tokenmill.batch import encode_np
@@ -101,7 +104,8 @@ def encode_corpus(tok: Tokenizer, batches: Iterable[list[str]], output: str | os
                 f.flush()
                 os.fsync(f.fileno())
         info = TokenFileInfo(dtype=dtype.name, vocab_size=vocab_size,
-                             fingerprint=tok.fingerprint(), documents=documents, tokens=tokens,
+                             fingerprint=fingerprint or tok.fingerprint(),
+                             documents=documents, tokens=tokens,
                              separator=separator, sha256=ids_hash.hexdigest(),
                              index_sha256=idx_hash.hexdigest(), source=source)
         os.replace(ids_tmp, ids_target)

@@ -41,6 +41,9 @@ class ShardJob:
     separator: int | None
     options: ReadOptions
     num_threads: int | None
+    # The tokenizer's, made once for the run: making it is a canonical JSON of the whole
+    # tokenizer (half a second for cl100k_base), which every shard paid for again.
+    fingerprint: str | None = None
 
 
 def source_of(shard: Shard) -> dict[str, Any]:
@@ -77,8 +80,8 @@ def encode_shards(tok: Tokenizer, inputs: Sequence[str | os.PathLike[str]],
     if not shards:
         raise InputError("no input files to encode")
     fingerprint = tok.fingerprint()
-    jobs = [ShardJob(s, str(out / f"shard-{i:05d}.bin"), separator, options, num_threads)
-            for i, s in enumerate(shards)]
+    jobs = [ShardJob(s, str(out / f"shard-{i:05d}.bin"), separator, options, num_threads,
+                     fingerprint) for i, s in enumerate(shards)]
     infos: dict[int, TokenFileInfo] = {}
     for i, job in enumerate(jobs):
         kept = _finished(job, fingerprint)
@@ -93,9 +96,10 @@ def encode_shards(tok: Tokenizer, inputs: Sequence[str | os.PathLike[str]],
             if progress is not None:
                 progress(infos[i])
     elif pending:
-        infos.update(_on_dask(tok, {i: jobs[i] for i in pending}, client, scheduler, timeout,
-                              progress))
-    manifest = _manifest(tok, [(jobs[i], infos[i]) for i in range(len(jobs))], separator)
+        infos.update(_on_dask(tok, fingerprint, {i: jobs[i] for i in pending}, client,
+                              scheduler, timeout, progress))
+    manifest = _manifest(fingerprint, [(jobs[i], infos[i]) for i in range(len(jobs))],
+                         separator)
     atomic_write_text(str(out / MANIFEST), json.dumps(manifest, indent=2) + "\n")
     return manifest
 
@@ -144,7 +148,8 @@ def _encode(tok: Tokenizer, job: ShardJob) -> TokenFileInfo:
     batches = read_file(job.shard.path, job.options, start=job.shard.start, end=job.shard.end,
                         stats=stats)
     return encode_corpus(tok, batches, job.output, separator=job.separator,
-                         num_threads=job.num_threads, source=source_of(job.shard))
+                         num_threads=job.num_threads, source=source_of(job.shard),
+                         fingerprint=job.fingerprint)
 
 
 def _finished(job: ShardJob, fingerprint: str) -> TokenFileInfo | None:
@@ -162,16 +167,16 @@ def _finished(job: ShardJob, fingerprint: str) -> TokenFileInfo | None:
     return info
 
 
-def _on_dask(tok: Tokenizer, jobs: dict[int, ShardJob], client: Any, scheduler: str | None,
-             timeout: float, progress: Callable[[TokenFileInfo], Any] | None
-             ) -> dict[int, TokenFileInfo]:
+def _on_dask(tok: Tokenizer, fingerprint: str, jobs: dict[int, ShardJob], client: Any,
+             scheduler: str | None, timeout: float,
+             progress: Callable[[TokenFileInfo], Any] | None) -> dict[int, TokenFileInfo]:
     from distributed import as_completed
 
     from tokenmill.distributed import connect, task_result
 
     tokenizer_json = json.dumps(tok.to_dict(), ensure_ascii=False)
     rebuilt = _tokenizer(tokenizer_json)
-    if rebuilt.fingerprint() != tok.fingerprint():
+    if rebuilt.fingerprint() != fingerprint:
         raise InputError("this tokenizer does not survive its own tokenizer.json, so the "
                          "workers could not rebuild it; encode with engine='local'")
     done: dict[int, TokenFileInfo] = {}
@@ -194,7 +199,7 @@ def _on_dask(tok: Tokenizer, jobs: dict[int, ShardJob], client: Any, scheduler: 
     return done
 
 
-def _manifest(tok: Tokenizer, shards: list[tuple[ShardJob, TokenFileInfo]],
+def _manifest(fingerprint: str, shards: list[tuple[ShardJob, TokenFileInfo]],
               separator: int | None) -> dict[str, Any]:
     first = shards[0][1]
     return {
@@ -202,7 +207,7 @@ def _manifest(tok: Tokenizer, shards: list[tuple[ShardJob, TokenFileInfo]],
         "version": 1,
         "dtype": first.dtype,
         "vocab_size": first.vocab_size,
-        "fingerprint": tok.fingerprint(),
+        "fingerprint": fingerprint,
         "separator": separator,
         "documents": sum(info.documents for _, info in shards),
         "tokens": sum(info.tokens for _, info in shards),

@@ -49,9 +49,19 @@ def all_ids(manifest_dir):
     return manifest, docs
 
 
-def test_shards_equal_one_pass_over_the_corpus(gpt2, corpus, tmp_path):
+def test_shards_equal_one_pass_over_the_corpus(gpt2, corpus, tmp_path, monkeypatch):
     out = tmp_path / "tokens"
+    # The fingerprint is made once for the run, not once a shard (a canonical JSON of the
+    # whole tokenizer each time), and every shard records it.
+    made = []
+    fingerprint = type(gpt2).fingerprint
+    monkeypatch.setattr(type(gpt2), "fingerprint", lambda self: made.append(1) or
+                        fingerprint(self))
     manifest = encode_shards(gpt2, files(corpus), out, separator=SEP, shard_bytes=20000)
+    assert len(made) == 1
+    monkeypatch.undo()
+    assert all(json.loads((out / f"{s['file']}.json").read_text())["fingerprint"] ==
+               gpt2.fingerprint() for s in manifest["shards"])
     expected = [gpt2.encode_ordinary(d) + [SEP] for d in iter_documents(files(corpus))]
     loaded, docs = all_ids(out)
     assert loaded == manifest and docs == expected
