@@ -101,13 +101,17 @@ def worker_hostile(spec: dict[str, Any]) -> dict[str, Any]:
     if spec["engine"] == "tokenmill":
         enc.encode_ordinary("x" * 40_000)
     setup = time.perf_counter() - t0
-    times = []
-    for seed in range(1 + (STEADY if spec["size"] >= SIZES[-1] else STEADY_SMALL)):
-        text = hostile_text(spec["kind"], spec["size"], seed)
+    def timed(size: int, seed: int) -> tuple[float, int]:
+        """Seconds to encode the kind's text of ``size`` and ``seed`` (made untimed), and its
+        token count."""
+        text = hostile_text(spec["kind"], size, seed)
         t0 = time.perf_counter()
         ids = enc.encode_ordinary(text)
-        times.append(time.perf_counter() - t0)
-        del text
+        return time.perf_counter() - t0, len(ids)
+
+    runs = [timed(spec["size"], seed)
+            for seed in range(1 + (STEADY if spec["size"] >= SIZES[-1] else STEADY_SMALL))]
+    times, tokens = [t for t, _ in runs], runs[-1][1]
     paired = NA
     if spec["engine"] == "tokenmill" and spec["size"] >= SIZES[-1]:
         # The steady growth from 100 kB to 1 MB again, the two sizes' calls alternating in
@@ -116,16 +120,11 @@ def worker_hostile(spec: dict[str, Any]) -> dict[str, Any]:
         # such runs (a bar of 12 read 16 from them on one CJK character).
         small, big = [], []
         for k in range(STEADY_SMALL):
-            for size, into, seed in ((SIZES[0], small, 1 + k), (SIZES[-1], big, 1 + STEADY + k)):
-                if into is big and k >= STEADY:
-                    continue
-                text = hostile_text(spec["kind"], size, seed)
-                t0 = time.perf_counter()
-                enc.encode_ordinary(text)
-                into.append(time.perf_counter() - t0)
-                del text
+            small.append(timed(SIZES[0], 1 + k)[0])
+            if k < STEADY:
+                big.append(timed(SIZES[-1], 1 + STEADY + k)[0])
         paired = statistics.median(big) / statistics.median(small)
-    return {"s": times[0], "steady_s": statistics.median(times[1:]), "tokens": len(ids),
+    return {"s": times[0], "steady_s": statistics.median(times[1:]), "tokens": tokens,
             "setup_s": setup, "paired_growth": paired}
 
 
