@@ -181,8 +181,10 @@ PyObject* new_id_list(std::size_t n, PyObject**& items) {
   return list;
 }
 
-// ids[0, n) -> a new Python list, built with the GIL held.
-nb::object id_list(const uint32_t* ids, std::size_t n) {
+// ids[0, n) -> a new Python list, built with the GIL held. Values from make_below on are made
+// as ints of their own unless kept already (character offsets: a long text's would otherwise
+// keep an int for each of its offsets for the life of the process).
+nb::object id_list(const uint32_t* ids, std::size_t n, uint32_t make_below = kIntCache) {
   PyObject** items = nullptr;
   PyObject* list = new_id_list(n, items);
   if (list == nullptr) throw nb::python_error();
@@ -198,7 +200,7 @@ nb::object id_list(const uint32_t* ids, std::size_t n) {
       continue;
     }
 #endif
-    PyObject* v = id_object(ids[i]);
+    PyObject* v = ids[i] < make_below ? id_object(ids[i]) : PyLong_FromUnsignedLong(ids[i]);
     if (v == nullptr) {
       Py_SET_SIZE(list, static_cast<Py_ssize_t>(i));  // the items written so far
       Py_DECREF(list);
@@ -642,9 +644,22 @@ nb::object encode_ids(const BPEModel& model, int pattern, nb::handle text) {
   return id_list(e.ids);
 }
 
+// Offsets below this are kept ints (those of texts up to 256 kB: 8 MiB of ints at most).
+constexpr uint32_t kKeptOffsets = 1u << 18;
+
+// (ids, starts, ends) of one text as three lists, built with the GIL held.
+nb::object offset_lists(const tokenmill::Encoded& e) {
+  nb::object ids = id_list(e.ids);
+  nb::object starts = id_list(e.starts.data(), e.starts.size(), kKeptOffsets);
+  nb::object ends = id_list(e.ends.data(), e.ends.size(), kKeptOffsets);
+  PyObject* row = PyTuple_Pack(3, ids.ptr(), starts.ptr(), ends.ptr());
+  if (row == nullptr) throw nb::python_error();
+  PyObject_GC_UnTrack(row);  // (three lists of ints: no cycle)
+  return nb::steal(row);
+}
+
 // ids, and the character offsets [start, end) of each token in text.
-std::tuple<std::vector<uint32_t>, std::vector<uint32_t>, std::vector<uint32_t>> encode_offsets(
-    const BPEModel& model, int pattern, nb::handle text) {
+nb::object encode_offsets(const BPEModel& model, int pattern, nb::handle text) {
   const tokenmill::SplitPattern p = split_pattern(pattern);
   const tokenmill::TextRef ref = text_ref(text.ptr());
   tokenmill::Encoded e;
@@ -653,7 +668,29 @@ std::tuple<std::vector<uint32_t>, std::vector<uint32_t>, std::vector<uint32_t>> 
     tokenmill::encode_text(model, p, tokenmill::utf8_of(ref), true, e);
     tokenmill::release_utf8_scratch();
   }
-  return {std::move(e.ids), std::move(e.starts), std::move(e.ends)};
+  return offset_lists(e);
+}
+
+// encode_offsets of each text, on up to `threads` threads with the GIL released: a list of
+// (ids, starts, ends) tuples.
+nb::list encode_offsets_batch(const BPEModel& model, int pattern, nb::handle text_list,
+                              std::size_t threads) {
+  const tokenmill::SplitPattern p = split_pattern(pattern);
+  const Texts batch = texts_of(text_list);
+  std::vector<tokenmill::Encoded> results;
+  {
+    nb::gil_scoped_release release;
+    results = tokenmill::encode_texts_with_offsets(model, p, batch.refs, threads);
+  }
+  nb::object out = nb::steal(PyList_New(static_cast<Py_ssize_t>(results.size())));
+  if (!out.is_valid()) throw nb::python_error();
+  const CollectorPaused paused;
+  for (std::size_t t = 0; t < results.size(); ++t) {
+    tokenmill::Encoded& e = results[t];
+    PyList_SET_ITEM(out.ptr(), static_cast<Py_ssize_t>(t), offset_lists(e).release().ptr());
+    e = tokenmill::Encoded();  // each text's vectors freed once it is a tuple
+  }
+  return nb::borrow<nb::list>(out);
 }
 
 // A trainer's progress(merges, vocab size) callback; it takes the GIL to call into Python.
@@ -931,6 +968,8 @@ NB_MODULE(_core, m) {
       "tokens"_a, "ranks"_a);
   m.def("encode_ids", &encode_ids, "model"_a, "pattern"_a, "text"_a);
   m.def("encode_offsets", &encode_offsets, "model"_a, "pattern"_a, "text"_a);
+  m.def("encode_offsets_batch", &encode_offsets_batch, "model"_a, "pattern"_a, "texts"_a,
+        "threads"_a);
   m.def("encode_ids_batch", &encode_ids_batch, "model"_a, "pattern"_a, "texts"_a, "threads"_a);
   m.def("encode_ids_flat", &encode_ids_flat, "model"_a, "pattern"_a, "texts"_a, "threads"_a,
         "narrow"_a, "separator"_a = nb::none());

@@ -255,6 +255,22 @@ void encode_text_range(const BPEModel& model, SplitPattern pattern,
   out.ids.swap(buffer.ids);
 }
 
+std::vector<Encoded> encode_texts_with_offsets(const BPEModel& model, SplitPattern pattern,
+                                               const std::vector<TextRef>& texts,
+                                               std::size_t threads) {
+  std::vector<Encoded> out(texts.size());
+  const std::size_t n = std::max<std::size_t>(1, std::min(threads, texts.size()));
+  const std::size_t block = block_texts(texts.size(), n);
+  for_blocks((texts.size() + block - 1) / block, n, [&](std::size_t b) {
+    const std::size_t last = std::min(texts.size(), (b + 1) * block);
+    for (std::size_t t = b * block; t < last; ++t) {
+      encode_text(model, pattern, utf8_of(texts[t]), true, out[t]);
+    }
+    release_utf8_scratch();
+  });
+  return out;
+}
+
 FlatIds encode_texts_flat(const BPEModel& model, SplitPattern pattern,
                           const std::vector<TextRef>& texts, std::size_t threads, FlatOut out,
                           const uint32_t* separator) {

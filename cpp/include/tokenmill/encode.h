@@ -27,6 +27,13 @@ struct Encoded {
 void encode_text(const BPEModel& model, SplitPattern pattern, std::string_view text,
                  bool with_offsets, Encoded& out);
 
+// Each text's ids with their character offsets (encode_text's with_offsets), the texts split
+// across up to `threads` threads in blocks, each converted to UTF-8 by the thread that encodes
+// it: what a batch of Encodings is made from.
+std::vector<Encoded> encode_texts_with_offsets(const BPEModel& model, SplitPattern pattern,
+                                               const std::vector<TextRef>& texts,
+                                               std::size_t threads);
+
 // A block of consecutive texts' ids end to end: text first + k's are
 // ids[offsets[k], offsets[k + 1]).
 struct BlockIds {
