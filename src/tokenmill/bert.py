@@ -294,11 +294,13 @@ def _changes(normalizer: BertNormalizer) -> dict[int, str]:
 
 
 def encode_natively(plan: tuple[_core.WordPieceModel, _core.BertPipeline], text: str,
-                    segments: list[tuple[int | None, int, int]], id_to_token: Any) -> Encoding:
+                    segments: list[tuple[int | None, int, int]], id_to_token: Any,
+                    encoded: list[Any] | None = None) -> Encoding:
     """The Encoding of ``text``, cut into ``(added token id or None, start, end)`` segments:
-    the text segments go through the core in one call."""
-    results = iter(_core.bert_encode_batch(*plan, [text[i:j] for t, i, j in segments
-                                                   if t is None], 1, True))
+    the text segments go through the core in one call (or came from it: ``encoded``, their
+    (ids, starts, ends) in order)."""
+    results = iter(encoded if encoded is not None else _core.bert_encode_batch(
+        *plan, [text[i:j] for t, i, j in segments if t is None], 1, True))
     ids: list[int] = []
     starts: list[int] = []
     ends: list[int] = []

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any, Literal, Protocol, TypeVar, cast
 
 from tokenmill import _core, bert
 from tokenmill._io import atomic_write_text, check_text, check_texts
-from tokenmill.added_tokens import AddedToken, AddedVocabulary
+from tokenmill.added_tokens import AddedToken, AddedVocabulary, Segment
 from tokenmill.decoders import ByteLevel as ByteLevelDecoder
 from tokenmill.encoding import Encoding, Padding, Truncation
 from tokenmill.errors import InputError
@@ -214,11 +214,10 @@ class Tokenizer:
         segments = vocab.segments(text, self.normalizer)
         # only ever without a normalizer; BPE-dropout takes the pipeline's path
         native = self.native_plan() if dropout is None else None
-        if native is not None and len(segments) == 1 and segments[0].id is None:
-            # The common case: no added token in the text; the core does everything and the
-            # Encoding makes tokens and offset pairs only if they are asked for.
-            ids, starts, ends = _core.encode_offsets(native[0], native[1], text)
-            return Encoding(ids, offsets=(starts, ends), id_to_token=self.id_to_token)
+        if native is not None:
+            # no normalizer: each text segment is text[start:end] as it is
+            return self._splice(segments, [_core.encode_offsets(
+                native[0], native[1], text[s.start:s.end]) for s in segments if s.id is None])
         ids = []
         starts = []
         ends = []
@@ -227,12 +226,6 @@ class Tokenizer:
                 ids.append(segment.id)
                 starts.append(segment.start)
                 ends.append(segment.end)
-            elif native is not None:  # no normalizer: the segment is text[start:end] as it is
-                seg_ids, seg_starts, seg_ends = _core.encode_offsets(
-                    native[0], native[1], text[segment.start:segment.end])
-                ids += seg_ids
-                starts += [segment.start + s for s in seg_starts]
-                ends += [segment.start + e for e in seg_ends]
             else:
                 # text segments always carry their normalized text
                 pieces = self._pre_tokenize(cast(NormalizedString, segment.normalized))
@@ -250,6 +243,31 @@ class Tokenizer:
                     ends.append(hi)
         # As in Hugging Face, special_tokens_mask marks only what a post-processor adds: a
         # special token matched in the text is the user's own token.
+        return Encoding(ids, offsets=(starts, ends), id_to_token=self.id_to_token)
+
+    def _splice(self, segments: list[Segment],
+                encoded: list[tuple[list[int], list[int], list[int]]]) -> Encoding:
+        """The Encoding of a text cut into ``segments``, the core's (ids, starts, ends) of its
+        text segments (in order) in ``encoded``."""
+        if len(segments) == 1 and segments[0].id is None:
+            # The common case: no added token in the text; the Encoding makes tokens and
+            # offset pairs only if they are asked for.
+            ids, starts, ends = encoded[0]
+            return Encoding(ids, offsets=(starts, ends), id_to_token=self.id_to_token)
+        ids = []
+        starts = []
+        ends = []
+        parts = iter(encoded)
+        for segment in segments:
+            if segment.id is not None:
+                ids.append(segment.id)
+                starts.append(segment.start)
+                ends.append(segment.end)
+                continue
+            seg_ids, seg_starts, seg_ends = next(parts)
+            ids += seg_ids
+            starts += [segment.start + s for s in seg_starts]
+            ends += [segment.start + e for e in seg_ends]
         return Encoding(ids, offsets=(starts, ends), id_to_token=self.id_to_token)
 
     def _post(self, a: Encoding, b: Encoding | None, add_special_tokens: bool,
@@ -352,25 +370,90 @@ class Tokenizer:
     def encode_batch(self, inputs: Sequence[str | tuple[str, str]], *,
                      add_special_tokens: bool = True, padding: Padding | None = None,
                      truncation: Truncation | None = None, dropout: float | None = None,
-                     seed: int | None = None) -> list[Encoding]:
+                     seed: int | None = None, num_threads: int | None = None) -> list[Encoding]:
         """Encode many inputs; pad them to a common length if ``padding`` (or the tokenizer's
         own setting) says so. With BPE-dropout, input i draws from its own stream of ``seed``,
-        so its tokens do not depend on the batch it is in."""
-        out = []
+        so its tokens do not depend on the batch it is in.
+
+        Where the core encodes the tokenizer's texts (byte-level BPE with a GPT-family split,
+        BERT's WordPiece pipeline) and there is no dropout, the texts go through it in one call
+        on ``num_threads`` native threads (default: every core this process may use) with the
+        GIL released; the Encodings are the same as :meth:`encode` gives each input."""
         drop = self._dropout(dropout, seed)
         truncation = truncation or self.truncation
-        for i, item in enumerate(inputs):
-            text, pair = (item, None) if isinstance(item, str) else item
-            # Padded once, as a batch: each on its own first would pad to this tokenizer's
-            # setting even where ``padding`` overrides it.
-            out.append(self._encode(text, pair, add_special_tokens, truncation, None,
-                                    dropout=drop[0] if drop else None,
-                                    seed=_mix_seed(drop[1], i) if drop else None))
+        items = [_batch_item(item, i) for i, item in enumerate(inputs)]
+        out = self._encode_batch_natively(items, add_special_tokens, truncation, num_threads) \
+            if drop is None else None
+        if out is None:
+            out = []
+            for i, (text, pair) in enumerate(items):
+                # Padded once, as a batch: each on its own first would pad to this tokenizer's
+                # setting even where ``padding`` overrides it.
+                out.append(self._encode(text, pair, add_special_tokens, truncation, None,
+                                        dropout=drop[0] if drop else None,
+                                        seed=_mix_seed(drop[1], i) if drop else None))
         padding = padding or self.padding
         if padding is not None and out:
             longest = max(len(e) for e in out)
             out = [padding.pad(e, longest) for e in out]
         return out
+
+    def _encode_batch_natively(self, items: list[tuple[str, str | None]],
+                               add_special_tokens: bool, truncation: Truncation | None,
+                               num_threads: int | None) -> list[Encoding] | None:
+        """encode_batch's inputs (not padded) through the core in one call, as
+        :meth:`_encode_text` takes each of them there; None where it would not."""
+        native = self.native_plan()
+        bert_plan = bert.native_plan(self) if native is None else None
+        if native is None and (bert_plan is None or
+                               any(t.normalized for t in self._added.tokens)):
+            return None
+        # Each text's segments (added tokens and plain text), and the plain text of all of
+        # them, in order, for the core.
+        cuts: list[list[Segment] | list[tuple[int | None, int, int]]] = []
+        pieces: list[str] = []
+        for i, (text, pair) in enumerate(items):
+            texts = (text,) if pair is None else (text, pair)
+            for t in texts:
+                if not isinstance(t, str):
+                    check_text(t, f"inputs[{i}]")  # (raises: names the input)
+            added = self._added_for(None, None, text if pair is None else text + "\0" + pair)
+            for t in texts:
+                if native is not None:  # (no normalizer: segments are the text as it is)
+                    segments = added.segments(t)
+                    pieces += [t[s.start:s.end] for s in segments if s.id is None]
+                    cuts.append(segments)
+                else:
+                    split = added.split(t)
+                    pieces += [t[a:b] for token, a, b in split if token is None]
+                    cuts.append(split)
+        threads = num_threads or _threads(len(pieces))
+        try:
+            if native is not None:
+                encoded = _core.encode_offsets_batch(native[0], native[1], pieces, threads)
+            else:
+                model, pipeline = cast(tuple, bert_plan)
+                encoded = _core.bert_encode_batch(model, pipeline, pieces, threads, True)
+        except (TypeError, UnicodeError):
+            for i, (text, pair) in enumerate(items):
+                for t in (text,) if pair is None else (text, pair):
+                    check_text(t, f"inputs[{i}]")  # names the lone surrogate
+            raise
+        parts = iter(encoded)
+        done: list[Encoding] = []
+        at = 0
+        for text, pair in items:
+            made = []
+            for t in (text,) if pair is None else (text, pair):
+                cut = cuts[at]
+                at += 1
+                plain = list(islice(parts, sum(1 for c in cut if c[0] is None)))
+                made.append(self._splice(cast(list, cut), plain) if native is not None else
+                            bert.encode_natively(cast(tuple, bert_plan), t, cast(list, cut),
+                                                 self.id_to_token, plain))
+            done.append(self._post(made[0], made[1] if pair is not None else None,
+                                   add_special_tokens, truncation, None))
+        return done
 
     def encode_batch_np(self, texts: Sequence[str], *, padded: bool = False, pad_id: int = 0,
                         side: str = "right", num_threads: int | None = None) -> dict[str, Any]:
@@ -561,6 +644,16 @@ def _lay_out(processor: Any, add_special_tokens: bool, a: Encoding, b: Encoding 
 def _mix_seed(seed: int, k: int) -> int:
     """A seed for stream ``k`` of ``seed`` (64 bits, well apart for neighbouring k)."""
     return (seed ^ ((k + 1) * 0x9E3779B97F4A7C15)) & 0xFFFFFFFFFFFFFFFF
+
+
+def _batch_item(item: str | tuple[str, str], i: int) -> tuple[str, str | None]:
+    """An input of encode_batch as (text, pair or None)."""
+    if isinstance(item, str):
+        return item, None
+    if isinstance(item, (tuple, list)) and len(item) == 2:
+        return item[0], item[1]
+    raise InputError(f"inputs[{i}]: expected a string or a (text, pair) tuple, got "
+                     f"{type(item).__name__}")
 
 
 def _threads(texts: int | None = None) -> int:

@@ -110,12 +110,16 @@ def test_pairs_with_type_ids(shared_data, pairs):
     bad = []
     for name, (ours, theirs) in pairs.items():
         for add in (True, False):
-            for (a, b), e in zip(texts, theirs.encode_batch(texts, add_special_tokens=add)):
-                got = ours.encode(a, b, add_special_tokens=add)
-                if (got.ids, got.type_ids, got.offsets, got.special_tokens_mask,
-                        got.attention_mask) != (e.ids, e.type_ids, e.offsets,
-                                                e.special_tokens_mask, e.attention_mask):
-                    bad.append((name, add, a[:30]))
+            batch = ours.encode_batch(texts, add_special_tokens=add, num_threads=2)
+            for (a, b), e, in_batch in zip(texts, theirs.encode_batch(
+                    texts, add_special_tokens=add), batch, strict=True):
+                expected = (e.ids, e.type_ids, e.offsets, e.special_tokens_mask,
+                            e.attention_mask)
+                for how, got in (("encode", ours.encode(a, b, add_special_tokens=add)),
+                                 ("encode_batch", in_batch)):
+                    if (got.ids, got.type_ids, got.offsets, got.special_tokens_mask,
+                            got.attention_mask) != expected:
+                        bad.append((name, add, how, a[:30]))
     assert bad == [], f"{len(bad)} mismatches, first: {bad[:3]}"
 
 

@@ -73,12 +73,17 @@ def other_texts(shared: Path) -> list[str]:
 
 
 def mismatches(ours: Tokenizer, theirs, texts: list[str]) -> list[tuple[int, str]]:
+    """Texts whose ids or offsets differ, from ``encode`` one at a time or from ``encode_batch``
+    (the core's threaded call where the tokenizer allows it)."""
     bad = []
-    for k, (text, expected) in enumerate(zip(texts, theirs.encode_batch(
-            texts, add_special_tokens=False))):
+    batch = ours.encode_batch(texts, add_special_tokens=False, num_threads=2)
+    for k, (text, expected, in_batch) in enumerate(zip(texts, theirs.encode_batch(
+            texts, add_special_tokens=False), batch, strict=True)):
         got = ours.encode(text, add_special_tokens=False)
         if got.ids != expected.ids or got.offsets != expected.offsets:
             bad.append((k, text[:60]))
+        elif in_batch.ids != expected.ids or in_batch.offsets != expected.offsets:
+            bad.append((k, "in a batch: " + text[:60]))
     return bad
 
 

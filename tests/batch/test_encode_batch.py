@@ -1,0 +1,115 @@
+"""encode_batch through the core on threads: the same Encodings as encode gives each input,
+in input order, with the same errors."""
+
+from __future__ import annotations
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+import tokenmill
+from tokenmill import Tokenizer
+from tokenmill.encoding import Padding, Truncation
+from tokenmill.errors import InputError
+
+TEXTS = ["Hello world!", "", "日本語のテキスト 😀👍🏽", "def f(x):\n    return x ** 2\n", " a  b ",
+         "one<|endoftext|>two", "<|endoftext|>", "x" * 5000]
+
+
+@pytest.fixture(scope="module")
+def cl100k(shared_data):
+    return tokenmill.load("cl100k_base", path=shared_data / "tokenizers" / "tiktoken")
+
+
+@pytest.fixture(scope="module")
+def gpt2(shared_data):
+    return Tokenizer.from_file(shared_data / "tokenizers" / "gpt2" / "tokenizer.json")
+
+
+@pytest.fixture(scope="module")
+def bert(shared_data):
+    return tokenmill.load(shared_data / "tokenizers" / "bert-base-uncased")
+
+
+def fields(e):
+    return (e.ids, e.tokens, e.offsets, e.type_ids, e.attention_mask, e.special_tokens_mask,
+            [fields(o) for o in e.overflowing])
+
+
+def one_by_one(tok, inputs, **options):
+    return [fields(tok.encode(*((i,) if isinstance(i, str) else i), **options)) for i in inputs]
+
+
+@pytest.mark.parametrize("threads", [1, 2, 3])
+def test_gpt2_file_batch_equals_one_by_one(gpt2, threads):
+    # An added token in the text ("match", as Hugging Face does): segments around it.
+    assert gpt2.native_plan() is not None
+    batch = gpt2.encode_batch(TEXTS, num_threads=threads)
+    assert [fields(e) for e in batch] == one_by_one(gpt2, TEXTS)
+    assert batch[5].ids == gpt2.encode("one").ids + [50256] + gpt2.encode("two").ids
+    assert batch[5].offsets[len(gpt2.encode("one").ids)] == (3, 16)
+
+
+def test_tiktoken_specials_raise_in_a_batch_as_one_by_one(cl100k):
+    plain = [t for t in TEXTS if "<|" not in t]
+    assert [fields(e) for e in cl100k.encode_batch(plain, num_threads=2)] == \
+        one_by_one(cl100k, plain)
+    with pytest.raises(InputError, match="<\\|endoftext\\|>"):
+        cl100k.encode("one<|endoftext|>two")
+    with pytest.raises(InputError, match="<\\|endoftext\\|>"):
+        cl100k.encode_batch(["fine", "one<|endoftext|>two"])
+
+
+@pytest.mark.parametrize("threads", [1, 2])
+def test_bert_pairs_truncated_and_padded(bert, threads):
+    inputs = [("Hello, World!", "How are you?"), "Just one [MASK] here.", ("", "x"),
+              ("A long first text " * 20, "and a second"), "Ünïcödé ÀÉÎ"]
+    cut = Truncation(max_length=16, stride=2)
+    pad = Padding(pad_id=0, pad_token="[PAD]")
+    batch = bert.encode_batch(inputs, truncation=cut, padding=pad, num_threads=threads)
+    longest = max(len(e) for e in (bert.encode(*((i,) if isinstance(i, str) else i),
+                                               truncation=cut) for i in inputs))
+    expected = [fields(pad.pad(bert.encode(*((i,) if isinstance(i, str) else i),
+                                           truncation=cut), longest)) for i in inputs]
+    assert [fields(e) for e in batch] == expected
+    assert {len(e) for e in batch} == {16}
+
+
+@pytest.mark.parametrize("threads", [1, 2, 8])
+def test_many_texts_keep_their_order(cl100k, threads):
+    texts = [f"text number {k} " * (k % 7) for k in range(1000)]
+    batch = cl100k.encode_batch(texts, num_threads=threads)
+    assert [e.ids for e in batch] == cl100k.encode_ordinary_batch(texts, num_threads=1)
+    assert [e.offsets for e in batch[:50]] == [cl100k.encode(t).offsets for t in texts[:50]]
+
+
+def test_long_texts_offsets_past_the_kept_ints(gpt2):
+    # Offsets past 2^18 are ints made for the list, not kept: equal all the same.
+    text = "word " * 60_000 + "end"
+    (e,) = gpt2.encode_batch([text])
+    assert e.offsets[-1] == (len(text) - 4, len(text))  # " end"
+    assert e.offsets == gpt2.encode(text).offsets
+
+
+@pytest.mark.parametrize("threads", [1, 2])
+def test_a_bad_input_is_named(gpt2, bert, threads):
+    for tok in (gpt2, bert):
+        with pytest.raises(InputError, match=r"inputs\[1\]"):
+            tok.encode_batch(["fine", "bad \ud800 surrogate"], num_threads=threads)
+        with pytest.raises(InputError, match=r"inputs\[2\]"):
+            tok.encode_batch(["fine", ("a", "b"), 42], num_threads=threads)  # type: ignore[list-item]
+
+
+def test_empty_batch(gpt2, bert):
+    assert gpt2.encode_batch([]) == []
+    assert bert.encode_batch([]) == []
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(st.one_of(st.text(max_size=40),
+                          st.tuples(st.text(max_size=20), st.text(max_size=20))), max_size=12),
+       st.integers(1, 3))
+def test_any_batch_equals_one_by_one(gpt2, bert, inputs, threads):
+    for tok in (gpt2, bert):
+        assert [fields(e) for e in tok.encode_batch(inputs, num_threads=threads)] == \
+            one_by_one(tok, inputs)
