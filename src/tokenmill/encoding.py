@@ -124,18 +124,64 @@ class Encoding:
         return Encoding(self.ids[i:j], self.tokens[i:j], self.offsets[i:j], self.type_ids[i:j],
                         self.attention_mask[i:j], self.special_tokens_mask[i:j])
 
+    @property
+    def token_source(self) -> Callable[[int], str | None] | None:
+        """The id -> token function this encoding's tokens are made with when asked for (None:
+        they were given)."""
+        return self._id_to_token
+
+    def retyped(self, type_id: int) -> Encoding:
+        """This encoding with every type id ``type_id``; its tokens and offsets are still made
+        only if asked for."""
+        return Encoding(self.ids, self._tokens, self._offsets, [type_id] * len(self.ids),
+                        self._attention_mask, self._special_tokens_mask,
+                        id_to_token=self._id_to_token)
+
+    def _lazy_tokens(self) -> Callable[[int], str | None] | None:
+        """The id -> token function this encoding's tokens are (or would be) made with, if its
+        tokens are exactly what it gives its ids; else None."""
+        to_token = self._id_to_token
+        if to_token is None:
+            return None
+        if self._tokens is not None and \
+                any((to_token(i) or "") != t for i, t in zip(self.ids, self._tokens)):
+            return None
+        return to_token
+
+    def _starts_ends(self) -> tuple[list[int], list[int]]:
+        """Where each token starts and ends, as two lists."""
+        if isinstance(self._offsets, tuple):
+            return self._offsets
+        if self._offsets is None:
+            return [0] * len(self.ids), [0] * len(self.ids)
+        return [s for s, _ in self._offsets], [e for _, e in self._offsets]
+
     @staticmethod
     def concat(parts: list[Encoding]) -> Encoding:
-        """One encoding holding ``parts`` one after another."""
-        out = Encoding([], [], [], [], [], [])
-        out.type_ids, out.attention_mask, out.special_tokens_mask = [], [], []
+        """One encoding holding ``parts`` one after another. Where every part's tokens are
+        what one id -> token function gives their ids (the model's tokens, and special tokens
+        spelled as in the vocabulary), the tokens stay unmade, and the offsets stay in two
+        lists until asked for."""
+        ids: list[int] = []
+        starts: list[int] = []
+        ends: list[int] = []
+        type_ids: list[int] = []
+        attention: list[int] = []
+        special: list[int] = []
+        lazy = [p._lazy_tokens() for p in parts]
+        to_token = lazy[0] if lazy and all(f is not None and f == lazy[0] for f in lazy) \
+            else None
         for p in parts:
-            out.ids += p.ids
-            out.tokens += p.tokens
-            out.offsets += p.offsets
-            out.type_ids += p.type_ids
-            out.attention_mask += p.attention_mask
-            out.special_tokens_mask += p.special_tokens_mask
+            ids += p.ids
+            s, e = p._starts_ends()
+            starts += s
+            ends += e
+            type_ids += p.type_ids
+            attention += p.attention_mask
+            special += p.special_tokens_mask
+        tokens = None if to_token is not None else [t for p in parts for t in p.tokens]
+        out = Encoding(ids, tokens, (starts, ends), id_to_token=to_token)
+        out.type_ids, out.attention_mask, out.special_tokens_mask = type_ids, attention, special
         return out
 
     def truncated(self, max_length: int, stride: int = 0, side: Side = "right") -> Encoding:

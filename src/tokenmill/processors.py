@@ -95,13 +95,13 @@ class TemplateProcessing:
                 second = name == "B"
                 if overflow[second]:
                     tid = int(second)
-                parts.append(Encoding(seq.ids, seq.tokens, seq.offsets, [tid] * len(seq),
-                                      seq.attention_mask, seq.special_tokens_mask))
+                parts.append(seq.retyped(tid))
             elif add_special_tokens:
                 ids = self.special_tokens[name]
                 tokens = [name] if len(ids) == 1 else [name] * len(ids)
                 parts.append(Encoding(list(ids), tokens, [(0, 0)] * len(ids), [tid] * len(ids),
-                                      [1] * len(ids), [1] * len(ids)))
+                                      [1] * len(ids), [1] * len(ids),
+                                      id_to_token=a.token_source))
         return Encoding.concat(parts)
 
     def to_dict(self) -> dict[str, Any]:
