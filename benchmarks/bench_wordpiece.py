@@ -118,11 +118,12 @@ WORKERS = {"encode": worker_encode, "train": worker_train}
 
 # -- driver --------------------------------------------------------------------------------------
 
-def run_worker(spec: dict[str, Any], threads: int) -> dict[str, Any]:
-    """One measurement in a fresh interpreter; ``tokenizers`` gets ``threads`` Rayon threads."""
+def run_worker(spec: dict[str, Any], threads: int, script: str = __file__) -> dict[str, Any]:
+    """One measurement in a fresh interpreter running ``script``'s workers; ``tokenizers`` gets
+    ``threads`` Rayon threads."""
     env = dict(os.environ, RAYON_NUM_THREADS=str(threads),
                TOKENIZERS_PARALLELISM="true" if threads > 1 else "false")
-    proc = subprocess.run([sys.executable, __file__, "--worker", json.dumps(spec)], env=env,
+    proc = subprocess.run([sys.executable, script, "--worker", json.dumps(spec)], env=env,
                           capture_output=True, text=True, check=False)
     if proc.returncode != 0:
         raise SystemExit(f"worker {spec['task']} {spec['engine']} failed:\n{proc.stderr}")
