@@ -370,10 +370,13 @@ class Tokenizer:
     def encode_batch(self, inputs: Sequence[str | tuple[str, str]], *,
                      add_special_tokens: bool = True, padding: Padding | None = None,
                      truncation: Truncation | None = None, dropout: float | None = None,
-                     seed: int | None = None, num_threads: int | None = None) -> list[Encoding]:
+                     seed: int | None = None, num_threads: int | None = None,
+                     allowed_special: Special | None = None,
+                     disallowed_special: Special | None = None) -> list[Encoding]:
         """Encode many inputs; pad them to a common length if ``padding`` (or the tokenizer's
         own setting) says so. With BPE-dropout, input i draws from its own stream of ``seed``,
-        so its tokens do not depend on the batch it is in.
+        so its tokens do not depend on the batch it is in. Special tokens in the texts follow
+        ``allowed_special`` and ``disallowed_special`` as in :meth:`encode`.
 
         Where the core encodes the tokenizer's texts (byte-level BPE with a GPT-family split,
         BERT's WordPiece pipeline) and there is no dropout, the texts go through it in one call
@@ -382,15 +385,16 @@ class Tokenizer:
         drop = self._dropout(dropout, seed)
         truncation = truncation or self.truncation
         items = [_batch_item(item, i) for i, item in enumerate(inputs)]
-        out = self._encode_batch_natively(items, add_special_tokens, truncation, num_threads) \
-            if drop is None else None
+        special = (allowed_special, disallowed_special)
+        out = self._encode_batch_natively(items, add_special_tokens, truncation, num_threads,
+                                          special) if drop is None else None
         if out is None:
             out = []
             for i, (text, pair) in enumerate(items):
                 # Padded once, as a batch: each on its own first would pad to this tokenizer's
                 # setting even where ``padding`` overrides it.
                 out.append(self._encode(text, pair, add_special_tokens, truncation, None,
-                                        dropout=drop[0] if drop else None,
+                                        *special, dropout=drop[0] if drop else None,
                                         seed=_mix_seed(drop[1], i) if drop else None))
         padding = padding or self.padding
         if padding is not None and out:
@@ -400,7 +404,9 @@ class Tokenizer:
 
     def _encode_batch_natively(self, items: list[tuple[str, str | None]],
                                add_special_tokens: bool, truncation: Truncation | None,
-                               num_threads: int | None) -> list[Encoding] | None:
+                               num_threads: int | None,
+                               special: tuple[Special | None, Special | None]
+                               ) -> list[Encoding] | None:
         """encode_batch's inputs (not padded) through the core in one call, as
         :meth:`_encode_text` takes each of them there; None where it would not."""
         native = self.native_plan()
@@ -417,7 +423,7 @@ class Tokenizer:
             for t in texts:
                 if not isinstance(t, str):
                     check_text(t, f"inputs[{i}]")  # (raises: names the input)
-            added = self._added_for(None, None, text if pair is None else text + "\0" + pair)
+            added = self._added_for(*special, text if pair is None else text + "\0" + pair)
             for t in texts:
                 if native is not None:  # (no normalizer: segments are the text as it is)
                     segments = added.segments(t)

@@ -58,6 +58,12 @@ def test_tiktoken_specials_raise_in_a_batch_as_one_by_one(cl100k):
         cl100k.encode("one<|endoftext|>two")
     with pytest.raises(InputError, match="<\\|endoftext\\|>"):
         cl100k.encode_batch(["fine", "one<|endoftext|>two"])
+    for special in ({"allowed_special": "all"}, {"disallowed_special": ()}):
+        assert [fields(e) for e in cl100k.encode_batch(TEXTS, num_threads=2, **special)] == \
+            one_by_one(cl100k, TEXTS, **special)
+    assert cl100k.encode_batch(["a<|endoftext|>"], allowed_special="all")[0].ids[-1] == 100257
+    assert cl100k.encode_batch(["a<|endoftext|>"], dropout=1e-12, seed=0,  # Python path
+                               disallowed_special=())[0].ids[-1] != 100257
 
 
 @pytest.mark.parametrize("threads", [1, 2])
