@@ -793,15 +793,16 @@ nb::list bert_encode_batch(const tokenmill::WordPieceModel& model,
     nb::gil_scoped_release release;
     results = pipeline.encode_texts(model, texts, threads);
   }
-  nb::list out;
-  for (auto& e : results) {
-    if (with_offsets) {
-      out.append(nb::make_tuple(std::move(e.ids), std::move(e.starts), std::move(e.ends)));
-    } else {
-      out.append(nb::cast(std::move(e.ids)));
-    }
+  nb::object out = nb::steal(PyList_New(static_cast<Py_ssize_t>(results.size())));
+  if (!out.is_valid()) throw nb::python_error();
+  const CollectorPaused paused;
+  for (std::size_t t = 0; t < results.size(); ++t) {
+    tokenmill::Encoded& e = results[t];
+    nb::object row = with_offsets ? offset_lists(e) : id_list(e.ids);
+    PyList_SET_ITEM(out.ptr(), static_cast<Py_ssize_t>(t), row.release().ptr());
+    e = tokenmill::Encoded();  // each text's vectors freed once it is a list
   }
-  return out;
+  return nb::borrow<nb::list>(out);
 }
 
 }  // namespace

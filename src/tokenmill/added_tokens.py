@@ -104,6 +104,7 @@ class AddedVocabulary:
                              False: ([], sorted(self.by_id))}
         self._original = _Matcher([(t.content, t) for t in self.tokens if not t.normalized])
         self._normalized_tokens = [t for t in self.tokens if t.normalized]
+        self._contents = tuple({t.content for t in self.tokens if t.content})
         # The normalized-token matcher of each normalizer seen, keyed by identity (the entry
         # keeps the normalizer alive, so the id cannot be reused while it is cached).
         self._normalized: dict[int, tuple[Any, _Matcher]] = {}
@@ -153,8 +154,18 @@ class AddedVocabulary:
     def split(self, text: str) -> list[tuple[int | None, int, int]]:
         """``text`` cut into ``(token id or None, start, end)`` segments that cover it, for a
         tokenizer without a normalizer (``normalized=True`` tokens are then found in the
-        original text too, after the others, as Hugging Face does)."""
-        return [(segment.id, segment.start, segment.end) for segment in self.segments(text)]
+        original text too, after the others, as Hugging Face does): :meth:`segments`' cut,
+        without a NormalizedString for each stretch of text."""
+        if not any(spelled in text for spelled in self._contents):
+            return [(None, 0, len(text))] if text else []  # (what is not there cannot match)
+        out: list[tuple[int | None, int, int]] = []
+        for token_id, start, end in self._original.split(text):
+            if token_id is not None or not self._normalized_tokens:
+                out.append((token_id, start, end))
+                continue
+            for inner_id, i, j in self._normalized_matcher(None).split(text[start:end]):
+                out.append((inner_id, start + i, start + j))
+        return out
 
     def _normalized_matcher(self, normalizer: Any) -> _Matcher:
         cached = self._normalized.get(id(normalizer))

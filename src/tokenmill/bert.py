@@ -294,27 +294,11 @@ def _changes(normalizer: BertNormalizer) -> dict[int, str]:
 
 
 def encode_natively(plan: tuple[_core.WordPieceModel, _core.BertPipeline], text: str,
-                    segments: list[tuple[int | None, int, int]], id_to_token: Any,
-                    encoded: list[Any] | None = None) -> Encoding:
+                    segments: list[tuple[int | None, int, int]], id_to_token: Any) -> Encoding:
     """The Encoding of ``text``, cut into ``(added token id or None, start, end)`` segments:
-    the text segments go through the core in one call (or came from it: ``encoded``, their
-    (ids, starts, ends) in order)."""
-    results = iter(encoded if encoded is not None else _core.bert_encode_batch(
-        *plan, [text[i:j] for t, i, j in segments if t is None], 1, True))
-    ids: list[int] = []
-    starts: list[int] = []
-    ends: list[int] = []
-    for token_id, i, j in segments:
-        if token_id is not None:
-            ids.append(token_id)
-            starts.append(i)
-            ends.append(j)
-            continue
-        seg_ids, seg_starts, seg_ends = next(results)
-        ids += seg_ids
-        starts += [i + s for s in seg_starts] if i else seg_starts
-        ends += [i + e for e in seg_ends] if i else seg_ends
-    return Encoding(ids, offsets=(starts, ends), id_to_token=id_to_token)
+    the text segments go through the core in one call."""
+    return Encoding.spliced(segments, _core.bert_encode_batch(
+        *plan, [text[i:j] for t, i, j in segments if t is None], 1, True), id_to_token)
 
 
 def bert_processing(model: Any) -> BertProcessing | None:

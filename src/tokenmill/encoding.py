@@ -124,6 +124,34 @@ class Encoding:
         return Encoding(self.ids[i:j], self.tokens[i:j], self.offsets[i:j], self.type_ids[i:j],
                         self.attention_mask[i:j], self.special_tokens_mask[i:j])
 
+    @staticmethod
+    def spliced(cut: list[tuple[int | None, int, int]],
+                encoded: list[tuple[list[int], list[int], list[int]]],
+                id_to_token: Callable[[int], str | None] | None) -> Encoding:
+        """The Encoding of a text cut into ``(added token id or None, start, end)``, given the
+        (ids, starts, ends) of its stretches of text in ``encoded`` (in order, offsets counted
+        from each stretch's start)."""
+        if len(cut) == 1 and cut[0][0] is None and cut[0][1] == 0:
+            # The common case: no added token in the text; the Encoding makes tokens and
+            # offset pairs only if they are asked for.
+            ids, starts, ends = encoded[0]
+            return Encoding(ids, offsets=(starts, ends), id_to_token=id_to_token)
+        ids = []
+        starts = []
+        ends = []
+        parts = iter(encoded)
+        for token, a, b in cut:
+            if token is not None:
+                ids.append(token)
+                starts.append(a)
+                ends.append(b)
+                continue
+            seg_ids, seg_starts, seg_ends = next(parts)
+            ids += seg_ids
+            starts += [a + s for s in seg_starts]
+            ends += [a + e for e in seg_ends]
+        return Encoding(ids, offsets=(starts, ends), id_to_token=id_to_token)
+
     @property
     def token_source(self) -> Callable[[int], str | None] | None:
         """The id -> token function this encoding's tokens are made with when asked for (None:
@@ -133,7 +161,8 @@ class Encoding:
     def retyped(self, type_id: int) -> Encoding:
         """This encoding with every type id ``type_id``; its tokens and offsets are still made
         only if asked for."""
-        return Encoding(self.ids, self._tokens, self._offsets, [type_id] * len(self.ids),
+        return Encoding(self.ids, self._tokens, self._offsets,
+                        [type_id] * len(self.ids) if type_id else None,  # (None: all 0)
                         self._attention_mask, self._special_tokens_mask,
                         id_to_token=self._id_to_token)
 
@@ -165,23 +194,24 @@ class Encoding:
         ids: list[int] = []
         starts: list[int] = []
         ends: list[int] = []
-        type_ids: list[int] = []
-        attention: list[int] = []
-        special: list[int] = []
-        lazy = [p._lazy_tokens() for p in parts]
-        to_token = lazy[0] if lazy and all(f is not None and f == lazy[0] for f in lazy) \
-            else None
+        to_token = parts[0]._lazy_tokens() if parts else None
+        for p in parts[1:]:
+            if to_token is not None and p._lazy_tokens() != to_token:
+                to_token = None
         for p in parts:
             ids += p.ids
             s, e = p._starts_ends()
             starts += s
             ends += e
-            type_ids += p.type_ids
-            attention += p.attention_mask
-            special += p.special_tokens_mask
         tokens = None if to_token is not None else [t for p in parts for t in p.tokens]
         out = Encoding(ids, tokens, (starts, ends), id_to_token=to_token)
-        out.type_ids, out.attention_mask, out.special_tokens_mask = type_ids, attention, special
+        # Masks left unmade in every part (their defaults) stay so.
+        if any(p._type_ids is not None for p in parts):
+            out.type_ids = [x for p in parts for x in p.type_ids]
+        if any(p._attention_mask is not None for p in parts):
+            out.attention_mask = [x for p in parts for x in p.attention_mask]
+        if any(p._special_tokens_mask is not None for p in parts):
+            out.special_tokens_mask = [x for p in parts for x in p.special_tokens_mask]
         return out
 
     def truncated(self, max_length: int, stride: int = 0, side: Side = "right") -> Encoding:

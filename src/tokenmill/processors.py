@@ -99,8 +99,9 @@ class TemplateProcessing:
             elif add_special_tokens:
                 ids = self.special_tokens[name]
                 tokens = [name] if len(ids) == 1 else [name] * len(ids)
-                parts.append(Encoding(list(ids), tokens, [(0, 0)] * len(ids), [tid] * len(ids),
-                                      [1] * len(ids), [1] * len(ids),
+                zeros = [0] * len(ids)
+                parts.append(Encoding(list(ids), tokens, (zeros, zeros),
+                                      [tid] * len(ids) if tid else None, None, [1] * len(ids),
                                       id_to_token=a.token_source))
         return Encoding.concat(parts)
 

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any, Literal, Protocol, TypeVar, cast
 
 from tokenmill import _core, bert
 from tokenmill._io import atomic_write_text, check_text, check_texts
-from tokenmill.added_tokens import AddedToken, AddedVocabulary, Segment
+from tokenmill.added_tokens import AddedToken, AddedVocabulary
 from tokenmill.decoders import ByteLevel as ByteLevelDecoder
 from tokenmill.encoding import Encoding, Padding, Truncation
 from tokenmill.errors import InputError
@@ -216,8 +216,10 @@ class Tokenizer:
         native = self.native_plan() if dropout is None else None
         if native is not None:
             # no normalizer: each text segment is text[start:end] as it is
-            return self._splice(segments, [_core.encode_offsets(
-                native[0], native[1], text[s.start:s.end]) for s in segments if s.id is None])
+            cut = vocab.split(text)
+            return Encoding.spliced(cut, [_core.encode_offsets(native[0], native[1], text[a:b])
+                                          for token, a, b in cut if token is None],
+                                    self.id_to_token)
         ids = []
         starts = []
         ends = []
@@ -243,31 +245,6 @@ class Tokenizer:
                     ends.append(hi)
         # As in Hugging Face, special_tokens_mask marks only what a post-processor adds: a
         # special token matched in the text is the user's own token.
-        return Encoding(ids, offsets=(starts, ends), id_to_token=self.id_to_token)
-
-    def _splice(self, segments: list[Segment],
-                encoded: list[tuple[list[int], list[int], list[int]]]) -> Encoding:
-        """The Encoding of a text cut into ``segments``, the core's (ids, starts, ends) of its
-        text segments (in order) in ``encoded``."""
-        if len(segments) == 1 and segments[0].id is None:
-            # The common case: no added token in the text; the Encoding makes tokens and
-            # offset pairs only if they are asked for.
-            ids, starts, ends = encoded[0]
-            return Encoding(ids, offsets=(starts, ends), id_to_token=self.id_to_token)
-        ids = []
-        starts = []
-        ends = []
-        parts = iter(encoded)
-        for segment in segments:
-            if segment.id is not None:
-                ids.append(segment.id)
-                starts.append(segment.start)
-                ends.append(segment.end)
-                continue
-            seg_ids, seg_starts, seg_ends = next(parts)
-            ids += seg_ids
-            starts += [segment.start + s for s in seg_starts]
-            ends += [segment.start + e for e in seg_ends]
         return Encoding(ids, offsets=(starts, ends), id_to_token=self.id_to_token)
 
     def _post(self, a: Encoding, b: Encoding | None, add_special_tokens: bool,
@@ -414,9 +391,9 @@ class Tokenizer:
         if native is None and (bert_plan is None or
                                any(t.normalized for t in self._added.tokens)):
             return None
-        # Each text's segments (added tokens and plain text), and the plain text of all of
-        # them, in order, for the core.
-        cuts: list[list[Segment] | list[tuple[int | None, int, int]]] = []
+        # Each text cut at its added tokens (no normalizer on either path: the stretches of
+        # text are the text as it is), and all the stretches, in order, for the core.
+        cuts: list[tuple[list[tuple[int | None, int, int]], int]] = []  # (cut, stretches)
         pieces: list[str] = []
         for i, (text, pair) in enumerate(items):
             texts = (text,) if pair is None else (text, pair)
@@ -425,14 +402,10 @@ class Tokenizer:
                     check_text(t, f"inputs[{i}]")  # (raises: names the input)
             added = self._added_for(*special, text if pair is None else text + "\0" + pair)
             for t in texts:
-                if native is not None:  # (no normalizer: segments are the text as it is)
-                    segments = added.segments(t)
-                    pieces += [t[s.start:s.end] for s in segments if s.id is None]
-                    cuts.append(segments)
-                else:
-                    split = added.split(t)
-                    pieces += [t[a:b] for token, a, b in split if token is None]
-                    cuts.append(split)
+                cut = added.split(t)
+                text_parts = [t[a:b] for token, a, b in cut if token is None]
+                pieces += text_parts
+                cuts.append((cut, len(text_parts)))
         threads = num_threads or _threads(len(pieces))
         try:
             if native is not None:
@@ -446,19 +419,16 @@ class Tokenizer:
                     check_text(t, f"inputs[{i}]")  # names the lone surrogate
             raise
         parts = iter(encoded)
+        made: list[Encoding] = []  # each text's, pairs' two in a row
+        for cut, stretches in cuts:
+            made.append(Encoding.spliced(cut, list(islice(parts, stretches)),
+                                         self.id_to_token))
         done: list[Encoding] = []
         at = 0
-        for text, pair in items:
-            made = []
-            for t in (text,) if pair is None else (text, pair):
-                cut = cuts[at]
-                at += 1
-                plain = list(islice(parts, sum(1 for c in cut if c[0] is None)))
-                made.append(self._splice(cast(list, cut), plain) if native is not None else
-                            bert.encode_natively(cast(tuple, bert_plan), t, cast(list, cut),
-                                                 self.id_to_token, plain))
-            done.append(self._post(made[0], made[1] if pair is not None else None,
-                                   add_special_tokens, truncation, None))
+        for _, pair in items:
+            b = made[at + 1] if pair is not None else None
+            done.append(self._post(made[at], b, add_special_tokens, truncation, None))
+            at += 2 if pair is not None else 1
         return done
 
     def encode_batch_np(self, texts: Sequence[str], *, padded: bool = False, pad_id: int = 0,

@@ -211,3 +211,18 @@ def test_matching_stays_linear_with_stretching_space_tokens() -> None:
         segments = vocab.segments(text)
         assert len(segments) == len(text)
         assert time.perf_counter() - start < 5.0  # quadratic would take minutes
+
+
+def test_split_cuts_as_segments_do_without_a_normalizer() -> None:
+    # split (the core's paths) skips segments' NormalizedStrings and answers at once when no
+    # token's text is in the text: the same cut, on random vocabularies and texts.
+    rng = random.Random(7)
+    for _ in range(200):
+        vocab = AddedVocabulary([
+            AddedToken(c, 100 + k, single_word=rng.random() < .3, lstrip=rng.random() < .3,
+                       rstrip=rng.random() < .3, normalized=rng.random() < .5)
+            for k, c in enumerate(rng.sample(CONTENTS, rng.randint(0, 4)))])
+        for _ in range(20):
+            text = "".join(rng.choice(PIECES) for _ in range(rng.randint(0, 12)))
+            assert vocab.split(text) == [(s.id, s.start, s.end) for s in vocab.segments(text)], \
+                (text, [t.content for t in vocab.tokens])
