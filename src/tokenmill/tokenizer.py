@@ -211,7 +211,6 @@ class Tokenizer:
         bert_plan = bert.native_plan(self)
         if bert_plan is not None and not any(t.normalized for t in vocab.tokens):
             return bert.encode_natively(bert_plan, text, vocab.split(text), self.id_to_token)
-        segments = vocab.segments(text, self.normalizer)
         # only ever without a normalizer; BPE-dropout takes the pipeline's path
         native = self.native_plan() if dropout is None else None
         if native is not None:
@@ -220,6 +219,7 @@ class Tokenizer:
             return Encoding.spliced(cut, [_core.encode_offsets(native[0], native[1], text[a:b])
                                           for token, a, b in cut if token is None],
                                     self.id_to_token)
+        segments = vocab.segments(text, self.normalizer)
         ids = []
         starts = []
         ends = []
