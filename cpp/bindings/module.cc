@@ -644,7 +644,8 @@ nb::object encode_ids(const BPEModel& model, int pattern, nb::handle text) {
   return id_list(e.ids);
 }
 
-// Offsets below this are kept ints (those of texts up to 256 kB: 8 MiB of ints at most).
+// Offsets below this are kept ints (those of texts up to 262,144 characters: 8 MiB of ints at
+// most).
 constexpr uint32_t kKeptOffsets = 1u << 18;
 
 // (ids, starts, ends) of one text as three lists, built with the GIL held.
