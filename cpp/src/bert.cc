@@ -1,7 +1,6 @@
 #include "tokenmill/bert.h"
 
 #include <algorithm>
-#include <thread>
 
 #include "tokenmill/utf8.h"
 
@@ -138,18 +137,16 @@ void BertPipeline::encode(const WordPieceModel& model, std::string_view text,
 std::vector<Encoded> BertPipeline::encode_texts(const WordPieceModel& model,
                                                 const std::vector<std::string>& texts,
                                                 std::size_t threads) const {
+  // Blocks of consecutive texts on the encoders' pool: threads of its own a call, each taking
+  // every n-th text, wrote their results side by side in one array (their lines shared) and
+  // let an exception in a thread end the process.
   std::vector<Encoded> out(texts.size());
   const std::size_t n = std::max<std::size_t>(1, std::min(threads, texts.size()));
-  auto work = [&](std::size_t k) {
-    for (std::size_t t = k; t < texts.size(); t += n) encode(model, texts[t], out[t]);
-  };
-  if (n == 1) {
-    work(0);
-    return out;
-  }
-  std::vector<std::thread> workers;
-  for (std::size_t k = 0; k < n; ++k) workers.emplace_back(work, k);
-  for (auto& w : workers) w.join();
+  const std::size_t block = block_texts(texts.size(), n);
+  for_blocks((texts.size() + block - 1) / block, n, [&](std::size_t b) {
+    const std::size_t last = std::min(texts.size(), (b + 1) * block);
+    for (std::size_t t = b * block; t < last; ++t) encode(model, texts[t], out[t]);
+  });
   return out;
 }
 

@@ -158,8 +158,8 @@ void with_workers(std::size_t k, const std::function<void()>& work,
   here();
 }
 
-// Runs fn(b) for every b in [0, blocks) on up to n threads, each b once; the first exception
-// is rethrown after every thread has stopped.
+}  // namespace
+
 void for_blocks(std::size_t blocks, std::size_t n, const std::function<void(std::size_t)>& fn) {
   if (blocks == 0) return;
   std::atomic<std::size_t> next{0};
@@ -180,11 +180,11 @@ void for_blocks(std::size_t blocks, std::size_t n, const std::function<void(std:
   if (failure) std::rethrow_exception(failure);
 }
 
-// Texts per block when n threads share a batch of `count`: enough blocks for each thread to
-// take several (a long document then does not idle the others), at most 64 texts each.
 std::size_t block_texts(std::size_t count, std::size_t n) {
   return std::max<std::size_t>(1, std::min<std::size_t>(64, count / (8 * n)));
 }
+
+namespace {
 
 // Texts [first, last), each converted by this thread, encoded end to end into out.ids (emptied
 // after each text unless keep_ids), each followed by *separator if given; text t's token count

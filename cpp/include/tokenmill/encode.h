@@ -23,6 +23,14 @@ struct Encoded {
   std::vector<uint32_t> ends;
 };
 
+// Runs fn(b) for every b in [0, blocks) on up to n threads (this one and the pool's), each b
+// once; the first exception is rethrown after every thread has stopped.
+void for_blocks(std::size_t blocks, std::size_t n, const std::function<void(std::size_t)>& fn);
+
+// Texts per block when n threads share a batch of `count`: enough blocks for each thread to
+// take several (a long document then does not idle the others), at most 64 texts each.
+std::size_t block_texts(std::size_t count, std::size_t n);
+
 // model must use byte_symbols.
 void encode_text(const BPEModel& model, SplitPattern pattern, std::string_view text,
                  bool with_offsets, Encoded& out);
