@@ -170,11 +170,11 @@ class Encoding:
         """The id -> token function this encoding's tokens are (or would be) made with, if its
         tokens are exactly what it gives its ids; else None."""
         to_token = self._id_to_token
-        if to_token is None:
-            return None
-        if self._tokens is not None and \
-                any((to_token(i) or "") != t for i, t in zip(self.ids, self._tokens)):
-            return None
+        if to_token is None or self._tokens is None:
+            return to_token
+        for i, t in zip(self.ids, self._tokens):  # (a special token's one or two)
+            if (to_token(i) or "") != t:
+                return None
         return to_token
 
     def _starts_ends(self) -> tuple[list[int], list[int]]:
@@ -195,22 +195,25 @@ class Encoding:
         starts: list[int] = []
         ends: list[int] = []
         to_token = parts[0]._lazy_tokens() if parts else None
-        for p in parts[1:]:
-            if to_token is not None and p._lazy_tokens() != to_token:
+        # Masks left unmade in every part (their defaults) stay so.
+        types = attention = special = False
+        for k, p in enumerate(parts):
+            if k and to_token is not None and p._lazy_tokens() != to_token:
                 to_token = None
-        for p in parts:
             ids += p.ids
             s, e = p._starts_ends()
             starts += s
             ends += e
+            types = types or p._type_ids is not None
+            attention = attention or p._attention_mask is not None
+            special = special or p._special_tokens_mask is not None
         tokens = None if to_token is not None else [t for p in parts for t in p.tokens]
         out = Encoding(ids, tokens, (starts, ends), id_to_token=to_token)
-        # Masks left unmade in every part (their defaults) stay so.
-        if any(p._type_ids is not None for p in parts):
+        if types:
             out.type_ids = [x for p in parts for x in p.type_ids]
-        if any(p._attention_mask is not None for p in parts):
+        if attention:
             out.attention_mask = [x for p in parts for x in p.attention_mask]
-        if any(p._special_tokens_mask is not None for p in parts):
+        if special:
             out.special_tokens_mask = [x for p in parts for x in p.special_tokens_mask]
         return out
 
