@@ -560,6 +560,52 @@ def input_flags(p: argparse.ArgumentParser) -> None:
                         "quick runs (default 1)")
 
 
+def header_lines(script: str, args: argparse.Namespace, info: dict[str, Any],
+                 inputs: dict[str, dict[str, Any]], peers: str,
+                 before_inputs: tuple[str, ...] = ()) -> list[str]:
+    """A run's first lines: what ran when, on what machine, against which versions
+    (``peers``), then ``before_inputs`` and one line an input (bench_wordpiece.py and
+    bench_encode_batch.py start the same way)."""
+    return [
+        (f"{script}: medians of {args.repeats} runs (each in a fresh process), "
+         f"{datetime.datetime.now(datetime.UTC):%Y-%m-%d %H:%M} UTC"),
+        f"machine: {info['nproc']} CPUs, {info['cpu']}; {info['platform']}",
+        (f"python {info['python']}, tokenmill {info['tokenmill']} ({info['tokenmill_commit']}), "
+         f"{peers}"),
+        *before_inputs,
+        *(f"input {name}: {i['mb']:.2f} MB, {i['docs']:,} documents: {i['what']}"
+          for name, i in inputs.items()),
+    ]
+
+
+def report(args: argparse.Namespace, rows: list[dict[str, Any]], diffs: dict[str, int],
+           compared: str, started: float, record: dict[str, Any]) -> int:
+    """The end of a run: the table, how many documents differ (``compared``: what is compared)
+    and the run's time printed; ``record`` with the arguments, the rows and the mismatches
+    written to --json. 1 if any document differs (bench_wordpiece.py and
+    bench_encode_batch.py end the same way)."""
+    print()
+    print(format_table(rows, args.markdown))
+    bad = {k: n for k, n in diffs.items() if n}
+    print(f"mismatching documents ({compared}; must be 0): {sum(diffs.values())} over "
+          f"{len(diffs)} comparisons"
+          + (": " + ", ".join(f"{k} {n}" for k, n in bad.items()) if bad else ""))
+    print(f"total benchmark time {time.perf_counter() - started:.0f} s")
+    if args.json:
+        args.json.write_text(json.dumps({
+            **record, "args": {k: str(v) for k, v in vars(args).items()}, "rows": rows,
+            "mismatches": diffs}, indent=2) + "\n")
+    return 1 if bad else 0
+
+
+def output_flags(p: argparse.ArgumentParser) -> None:
+    """--json, --markdown and the driver's --worker (bench_wordpiece.py and
+    bench_encode_batch.py take the same)."""
+    p.add_argument("--json", type=Path, help="also write every run and the table here")
+    p.add_argument("--markdown", action="store_true", help="print the table as Markdown")
+    p.add_argument("--worker", help=argparse.SUPPRESS)
+
+
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -570,9 +616,7 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
                         "sample of each input (default auto)")
     p.add_argument("--calibrate-mb", type=float, default=1.0,
                    help="sample size per input for --tiktoken-call auto, MB (default 1)")
-    p.add_argument("--json", type=Path, help="also write every run and the table here")
-    p.add_argument("--markdown", action="store_true", help="print the table as Markdown")
-    p.add_argument("--worker", help=argparse.SUPPRESS)
+    output_flags(p)
     return p.parse_args(argv)
 
 
@@ -590,15 +634,8 @@ def benchmark(args: argparse.Namespace, work: Path) -> int:
     paths = {name: i["path"] for name, i in inputs.items()}
     base = {"data": str(args.data)}
     info = dict(machine_info(), tiktoken=metadata.version("tiktoken"))
-    header = [
-        (f"bench_encode: medians of {args.repeats} runs (each in a fresh process), "
-         f"{datetime.datetime.now(datetime.UTC):%Y-%m-%d %H:%M} UTC"),
-        f"machine: {info['nproc']} CPUs, {info['cpu']}; {info['platform']}",
-        (f"python {info['python']}, tokenmill {info['tokenmill']} ({info['tokenmill_commit']}), "
-         f"tiktoken {info['tiktoken']}, tokenizers {info['tokenizers']}"),
-        *(f"input {name}: {i['mb']:.2f} MB, {i['docs']:,} documents: {i['what']}"
-          for name, i in inputs.items()),
-    ]
+    header = header_lines("bench_encode", args, info, inputs,
+                          f"tiktoken {info['tiktoken']}, tokenizers {info['tokenizers']}")
     print("\n".join(header), flush=True)
 
     calls, calibration = choose_calls(args, base, paths)
@@ -618,19 +655,9 @@ def benchmark(args: argparse.Namespace, work: Path) -> int:
     diffs = {what: mismatches(*by_engine.values()) for what, by_engine in outputs.items()}
     rows = table_rows(runs, comps)
 
-    print()
-    print(format_table(rows, args.markdown))
-    bad = {k: n for k, n in diffs.items() if n}
-    print(f"mismatching documents (ids, or pre-tokenizer piece ends; must be 0): "
-          f"{sum(diffs.values())} over {len(diffs)} comparisons"
-          + (": " + ", ".join(f"{k} {n}" for k, n in bad.items()) if bad else ""))
-    print(f"total benchmark time {time.perf_counter() - started:.0f} s")
-    if args.json:
-        args.json.write_text(json.dumps({
-            "header": header, "machine": info, "args": {k: str(v) for k, v in vars(args).items()},
-            "inputs": inputs, "tiktoken_calls": calls, "calibration": calibration,
-            "rows": rows, "mismatches": diffs, "runs": runs}, indent=2) + "\n")
-    return 1 if bad else 0
+    return report(args, rows, diffs, "ids, or pre-tokenizer piece ends", started, {
+        "header": header, "machine": info, "inputs": inputs, "tiktoken_calls": calls,
+        "calibration": calibration, "runs": runs})
 
 
 if __name__ == "__main__":

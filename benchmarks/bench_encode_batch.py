@@ -20,9 +20,6 @@ digests compare every document's ids and offsets between the engines.
 from __future__ import annotations
 
 import argparse
-import datetime
-import json
-import os
 import sys
 import tempfile
 import time
@@ -36,11 +33,13 @@ from bench_encode import (
     abba,
     build_inputs,
     digests,
-    format_table,
+    header_lines,
     input_flags,
     median,
     mismatches,
+    output_flags,
     read_docs,
+    report,
     speeds,
     utf8_size,
 )
@@ -133,9 +132,7 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
     input_flags(p)
-    p.add_argument("--json", type=Path, help="also write every run and the table here")
-    p.add_argument("--markdown", action="store_true", help="print the table as Markdown")
-    p.add_argument("--worker", help=argparse.SUPPRESS)
+    output_flags(p)
     return p.parse_args(argv)
 
 
@@ -144,36 +141,17 @@ def main(argv: list[str] | None = None) -> int:
     if serve_worker(args.worker, WORKERS):
         return 0
     started = time.perf_counter()
-    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else \
-        os.cpu_count() or 1
+    info = machine_info()
     with tempfile.TemporaryDirectory(prefix="bench_encode_batch_") as tmp:
         inputs = build_inputs(args, Path(tmp))
-        info = machine_info()
-        header = [
-            (f"bench_encode_batch: medians of {args.repeats} runs (each in a fresh process), "
-             f"{datetime.datetime.now(datetime.UTC):%Y-%m-%d %H:%M} UTC"),
-            f"machine: {info['nproc']} CPUs, {info['cpu']}; {info['platform']}",
-            (f"python {info['python']}, tokenmill {info['tokenmill']} "
-             f"({info['tokenmill_commit']}), tokenizers {info['tokenizers']}"),
-            *(f"tokenizer {name}: {path}" for name, path in FILES.items()),
-            *(f"input {name}: {i['mb']:.2f} MB, {i['docs']:,} documents: {i['what']}"
-              for name, i in inputs.items()),
-        ]
+        header = header_lines("bench_encode_batch", args, info, inputs,
+                              f"tokenizers {info['tokenizers']}",
+                              tuple(f"tokenizer {name}: {path}" for name, path in FILES.items()))
         print("\n".join(header), flush=True)
-        runs, diffs = run_all(args, {n: i["path"] for n, i in inputs.items()}, cores)
-    rows = table_rows(runs)
-    print()
-    print(format_table(rows, args.markdown))
-    bad = {k: n for k, n in diffs.items() if n}
-    print(f"mismatching documents (ids and offsets; must be 0): {sum(diffs.values())} over "
-          f"{len(diffs)} comparisons"
-          + (": " + ", ".join(f"{k} {n}" for k, n in bad.items()) if bad else ""))
-    print(f"total benchmark time {time.perf_counter() - started:.0f} s")
-    if args.json:
-        args.json.write_text(json.dumps({
-            "header": header, "machine": info, "args": {k: str(v) for k, v in vars(args).items()},
-            "inputs": inputs, "rows": rows, "mismatches": diffs, "runs": runs}, indent=2) + "\n")
-    return 1 if bad else 0
+        runs, diffs = run_all(args, {n: i["path"] for n, i in inputs.items()},
+                             info["nproc"])
+    return report(args, table_rows(runs), diffs, "ids and offsets", started,
+                  {"header": header, "machine": info, "inputs": inputs, "runs": runs})
 
 
 if __name__ == "__main__":

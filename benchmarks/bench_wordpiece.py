@@ -20,7 +20,6 @@ it measures, the engines alternate (ABBA over the repeats), the figures are medi
 from __future__ import annotations
 
 import argparse
-import datetime
 import json
 import os
 import statistics
@@ -39,12 +38,14 @@ from bench_encode import (
     abba,
     build_inputs,
     digests,
-    format_table,
+    header_lines,
     input_flags,
     median,
     memory_mib,
     mismatches,
+    output_flags,
     read_docs,
+    report,
     speeds,
 )
 
@@ -190,9 +191,7 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     p.add_argument("--train-mb", type=float, default=10.0,
                    help="training corpus size, MB; 0 skips training (default 10)")
     p.add_argument("--vocab-size", type=int, default=30000, help="default 30000")
-    p.add_argument("--json", type=Path, help="also write every run and the table here")
-    p.add_argument("--markdown", action="store_true", help="print the table as Markdown")
-    p.add_argument("--worker", help=argparse.SUPPRESS)
+    output_flags(p)
     return p.parse_args(argv)
 
 
@@ -207,34 +206,18 @@ def main(argv: list[str] | None = None) -> int:
         corpus = Path(tmp) / "train.json"
         corpus.write_text(json.dumps(lines), encoding="utf-8")
         info = machine_info()
-        header = [
-            (f"bench_wordpiece: medians of {args.repeats} runs (each in a fresh process), "
-             f"{datetime.datetime.now(datetime.UTC):%Y-%m-%d %H:%M} UTC"),
-            f"machine: {info['nproc']} CPUs, {info['cpu']}; {info['platform']}",
-            (f"python {info['python']}, tokenmill {info['tokenmill']} "
-             f"({info['tokenmill_commit']}), tokenizers {info['tokenizers']}"),
-            f"vocabulary: {VOCAB} (30,522 tokens), uncased BERT pipeline in both",
-            *(f"input {name}: {i['mb']:.2f} MB, {i['docs']:,} documents: {i['what']}"
-              for name, i in inputs.items()),
-            *(description if args.train_mb else ["training: skipped (--train-mb 0)"]),
-        ]
+        header = header_lines(
+            "bench_wordpiece", args, info, inputs, f"tokenizers {info['tokenizers']}",
+            (f"vocabulary: {VOCAB} (30,522 tokens), uncased BERT pipeline in both",)) + \
+            (description if args.train_mb else ["training: skipped (--train-mb 0)"])
         print("\n".join(header), flush=True)
         runs, diffs = run_all(args, {n: i["path"] for n, i in inputs.items()}, str(corpus))
     rows = table_rows(runs, bool(args.train_mb))
-    print()
-    print(format_table(rows, args.markdown))
-    bad = {k: n for k, n in diffs.items() if n}
-    print(f"mismatching documents (ids; must be 0): {sum(diffs.values())} over {len(diffs)} "
-          "comparisons" + (": " + ", ".join(f"{k} {n}" for k, n in bad.items()) if bad else ""))
-    print(f"total benchmark time {time.perf_counter() - started:.0f} s")
-    if args.json:
-        args.json.write_text(json.dumps({
-            "header": header, "machine": info, "args": {k: str(v) for k, v in vars(args).items()},
-            "inputs": inputs, "rows": rows, "mismatches": diffs, "runs": runs,
-            "median_tokens_per_byte": {e: statistics.median(
-                r["tokens_per_byte"] for r in runs.get(f"train/{e}", [{"tokens_per_byte": 0}]))
-                for e in ENGINES}}, indent=2) + "\n")
-    return 1 if bad else 0
+    return report(args, rows, diffs, "ids", started, {
+        "header": header, "machine": info, "inputs": inputs, "runs": runs,
+        "median_tokens_per_byte": {e: statistics.median(
+            r["tokens_per_byte"] for r in runs.get(f"train/{e}", [{"tokens_per_byte": 0}]))
+            for e in ENGINES}})
 
 
 if __name__ == "__main__":

@@ -141,11 +141,8 @@ std::vector<Encoded> BertPipeline::encode_texts(const WordPieceModel& model,
   // every n-th text, wrote their results side by side in one array (their lines shared) and
   // let an exception in a thread end the process.
   std::vector<Encoded> out(texts.size());
-  const std::size_t n = std::max<std::size_t>(1, std::min(threads, texts.size()));
-  const std::size_t block = block_texts(texts.size(), n);
-  for_blocks((texts.size() + block - 1) / block, n, [&](std::size_t b) {
-    const std::size_t last = std::min(texts.size(), (b + 1) * block);
-    for (std::size_t t = b * block; t < last; ++t) encode(model, texts[t], out[t]);
+  for_text_blocks(texts.size(), threads, [&](std::size_t first, std::size_t last) {
+    for (std::size_t t = first; t < last; ++t) encode(model, texts[t], out[t]);
   });
   return out;
 }

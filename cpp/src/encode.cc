@@ -158,8 +158,8 @@ void with_workers(std::size_t k, const std::function<void()>& work,
   here();
 }
 
-}  // namespace
-
+// Runs fn(b) for every b in [0, blocks) on up to n threads, each b once; the first exception
+// is rethrown after every thread has stopped.
 void for_blocks(std::size_t blocks, std::size_t n, const std::function<void(std::size_t)>& fn) {
   if (blocks == 0) return;
   std::atomic<std::size_t> next{0};
@@ -180,8 +180,21 @@ void for_blocks(std::size_t blocks, std::size_t n, const std::function<void(std:
   if (failure) std::rethrow_exception(failure);
 }
 
+// Texts per block when n threads share a batch of `count`: enough blocks for each thread to
+// take several (a long document then does not idle the others), at most 64 texts each.
 std::size_t block_texts(std::size_t count, std::size_t n) {
   return std::max<std::size_t>(1, std::min<std::size_t>(64, count / (8 * n)));
+}
+
+}  // namespace
+
+void for_text_blocks(std::size_t count, std::size_t threads,
+                     const std::function<void(std::size_t, std::size_t)>& fn) {
+  const std::size_t n = std::max<std::size_t>(1, std::min(threads, count));
+  const std::size_t block = block_texts(count, n);
+  for_blocks((count + block - 1) / block, n, [&](std::size_t b) {
+    fn(b * block, std::min(count, (b + 1) * block));
+  });
 }
 
 namespace {
@@ -259,11 +272,8 @@ std::vector<Encoded> encode_texts_with_offsets(const BPEModel& model, SplitPatte
                                                const std::vector<TextRef>& texts,
                                                std::size_t threads) {
   std::vector<Encoded> out(texts.size());
-  const std::size_t n = std::max<std::size_t>(1, std::min(threads, texts.size()));
-  const std::size_t block = block_texts(texts.size(), n);
-  for_blocks((texts.size() + block - 1) / block, n, [&](std::size_t b) {
-    const std::size_t last = std::min(texts.size(), (b + 1) * block);
-    for (std::size_t t = b * block; t < last; ++t) {
+  for_text_blocks(texts.size(), threads, [&](std::size_t first, std::size_t last) {
+    for (std::size_t t = first; t < last; ++t) {
       encode_text(model, pattern, utf8_of(texts[t]), true, out[t]);
     }
     release_utf8_scratch();

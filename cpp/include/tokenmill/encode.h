@@ -23,13 +23,11 @@ struct Encoded {
   std::vector<uint32_t> ends;
 };
 
-// Runs fn(b) for every b in [0, blocks) on up to n threads (this one and the pool's), each b
-// once; the first exception is rethrown after every thread has stopped.
-void for_blocks(std::size_t blocks, std::size_t n, const std::function<void(std::size_t)>& fn);
-
-// Texts per block when n threads share a batch of `count`: enough blocks for each thread to
-// take several (a long document then does not idle the others), at most 64 texts each.
-std::size_t block_texts(std::size_t count, std::size_t n);
+// Runs fn(first, last) over a batch of `count` texts cut into blocks of consecutive ones, on up
+// to `threads` threads (this one and the encoders' pool), each block once; the first exception
+// is rethrown after every thread has stopped.
+void for_text_blocks(std::size_t count, std::size_t threads,
+                     const std::function<void(std::size_t, std::size_t)>& fn);
 
 // model must use byte_symbols.
 void encode_text(const BPEModel& model, SplitPattern pattern, std::string_view text,
