@@ -80,6 +80,11 @@ class TemplateProcessing:
         pairs the overflowing windows of the two)."""
         return next((name for kind, name, _ in self.pair if kind == "sequence"), "A")
 
+    def keeps_single(self) -> bool:
+        """Whether :meth:`process` gives a single input's encoding back as it is: no (the
+        template lays it out anew, retyped)."""
+        return False
+
     def process(self, a: Encoding, b: Encoding | None = None, add_special_tokens: bool = True,
                 *, overflow: tuple[bool, bool] = (False, False)) -> Encoding:
         """The template's layout of ``a`` (and ``b``). ``overflow`` says which input is an
@@ -179,12 +184,17 @@ class ByteLevel(ByteLevelFields):
     def added_tokens(self, is_pair: bool) -> int:
         return 0
 
+    def keeps_single(self) -> bool:
+        """Whether :meth:`process` gives a single input's encoding back as it is: without
+        trim_offsets (GPT-2's case)."""
+        return not self.trim_offsets
+
     def process(self, a: Encoding, b: Encoding | None = None, add_special_tokens: bool = True,
                 *, overflow: tuple[bool, bool] = (False, False)) -> Encoding:
         """The inputs one after the other, the second with type id 1 (overflowing windows
         or not: ``overflow`` is taken for the other processors' sake)."""
-        if b is None and not self.trim_offsets:
-            return a  # nothing to change (GPT-2's case): the encoding may stay lazy
+        if b is None and self.keeps_single():
+            return a  # nothing to change: the encoding may stay lazy
         parts = [a] if b is None else [a, b]
         if self.trim_offsets:
             parts = [p.replace(offsets=self._trimmed(p)) for p in parts]

@@ -119,3 +119,66 @@ def test_any_batch_equals_one_by_one(gpt2, bert, inputs, threads):
     for tok in (gpt2, bert):
         assert [fields(e) for e in tok.encode_batch(inputs, num_threads=threads)] == \
             one_by_one(tok, inputs)
+
+
+def test_a_special_token_across_two_inputs_is_not_in_either(cl100k):
+    # The batch looks for disallowed special tokens in all its texts joined by "\0", then
+    # input by input: a token's text split over two inputs (or over a pair) is in neither.
+    inputs = ["one <|endof", "text|> two", ("<|endof", "text|>")]
+    assert [fields(e) for e in cl100k.encode_batch(inputs, num_threads=2)] == \
+        one_by_one(cl100k, inputs)
+    assert [fields(e) for e in cl100k.encode_batch(["<|endof\0text|>"])] == \
+        one_by_one(cl100k, ["<|endof\0text|>"])
+
+
+@pytest.mark.parametrize(("inputs", "bad", "named"), [
+    (["fine", "also fine", "three <|fim_prefix|> <|endoftext|>", "<|endoftext|>"], 2,
+     "'<|fim_prefix|>' at character 6;"),
+    ([("fine", "a pair"), ("first", "second <|endoftext|>")], 1,
+     "'<|endoftext|>' at character 13;"),  # (in the pair's two texts joined by "\0")
+])
+def test_the_first_input_holding_a_special_token_raises_as_encode(cl100k, inputs, bad, named):
+    item = inputs[bad]
+    with pytest.raises(InputError) as alone:
+        cl100k.encode(*((item,) if isinstance(item, str) else item))
+    with pytest.raises(InputError) as batched:
+        cl100k.encode_batch(inputs, num_threads=2)
+    assert str(batched.value) == str(alone.value)
+    assert named in str(batched.value)
+
+
+@pytest.mark.parametrize("enabled", [True, False])
+def test_the_cyclic_collector_is_left_as_it_was(cl100k, gpt2, enabled):
+    import gc
+
+    was = gc.isenabled()
+    try:
+        gc.enable() if enabled else gc.disable()
+        assert len(gpt2.encode_batch(TEXTS, num_threads=2)) == len(TEXTS)
+        assert gc.isenabled() is enabled
+        with pytest.raises(InputError):
+            cl100k.encode_batch(["fine", "one<|endoftext|>two"])
+        assert gc.isenabled() is enabled
+    finally:
+        gc.enable() if was else gc.disable()
+
+
+def test_only_byte_level_without_trimming_keeps_a_single_input(bert):
+    from tokenmill.processors import ByteLevel, TemplateProcessing
+
+    assert ByteLevel(trim_offsets=False).keeps_single()
+    assert not ByteLevel(trim_offsets=True).keeps_single()
+    assert not TemplateProcessing("$A", "$A $B:1", []).keeps_single()
+    assert not bert.post_processor.keeps_single()  # BertProcessing, a template
+
+
+def test_trimmed_offsets_in_a_batch_as_one_by_one(shared_data):
+    # GPT-2's file with trim_offsets on: the batch takes _post for every input.
+    from tokenmill.processors import ByteLevel
+
+    tok = Tokenizer.from_file(shared_data / "tokenizers" / "gpt2" / "tokenizer.json")
+    tok.post_processor = ByteLevel(trim_offsets=True)
+    texts = ["Hello world", "  spaced  out  ", "one<|endoftext|> two"]
+    batch = tok.encode_batch(texts, num_threads=2)
+    assert [fields(e) for e in batch] == one_by_one(tok, texts)
+    assert batch[0].offsets == [(0, 5), (6, 11)]
