@@ -151,12 +151,17 @@ class AddedVocabulary:
                 out.append(Segment(None, *part.span(0, j - i), part))
         return out
 
+    def spelled_in(self, text: str) -> bool:
+        """Whether any added token's text is in ``text`` as it is (where there is none,
+        :meth:`split` gives the whole text as one stretch)."""
+        return any(spelled in text for spelled in self._contents)
+
     def split(self, text: str) -> list[tuple[int | None, int, int]]:
         """``text`` cut into ``(token id or None, start, end)`` segments that cover it, for a
         tokenizer without a normalizer (``normalized=True`` tokens are then found in the
         original text too, after the others, as Hugging Face does): :meth:`segments`' cut,
         without a NormalizedString for each stretch of text."""
-        if not any(spelled in text for spelled in self._contents):
+        if not self.spelled_in(text):
             return [(None, 0, len(text))] if text else []  # (what is not there cannot match)
         out: list[tuple[int | None, int, int]] = []
         for token_id, start, end in self._original.split(text):

@@ -398,26 +398,30 @@ class Tokenizer:
         # Each text cut at its added tokens (no normalizer on either path: the stretches of
         # text are the text as it is), and all the stretches, in order, for the core.
         added, disallowed = self._special_rules(*special)
-        cuts: list[tuple[list[tuple[int | None, int, int]], int]] = []  # (cut, stretches)
-        pieces: list[str] = []
         for i, (text, pair) in enumerate(items):
-            texts = (text,) if pair is None else (text, pair)
-            for t in texts:
+            for t in (text,) if pair is None else (text, pair):
                 if not isinstance(t, str):
                     check_text(t, f"inputs[{i}]")  # (raises: names the input)
-        if disallowed:
-            # Looked for in all the texts at once (find over one string, not a find for each
-            # special token in each text: a tenth of a call on 37,000 paragraphs), then input
-            # by input, as encode looks, only if one is there: the first input holding one
-            # raises, as it would alone.
-            every = "\0".join(t for text, pair in items
-                               for t in ((text,) if pair is None else (text, pair)))
-            if any(token in every for token in disallowed):
-                for text, pair in items:
-                    _refuse_disallowed(disallowed, text if pair is None else text + "\0" + pair)
-        with _collector_paused():
+        texts = [t for text, pair in items for t in ((text,) if pair is None else (text, pair))]
+        # Special and added tokens are looked for in all the texts at once, joined (a find
+        # over one string, not one for each token in each text: a tenth of a call on 37,000
+        # paragraphs), then text by text only where one is there. A disallowed one raises for
+        # the first input holding it, as encode does.
+        every = "\0".join(texts) if disallowed or added.tokens else ""
+        if disallowed and any(token in every for token in disallowed):
             for text, pair in items:
-                for t in (text,) if pair is None else (text, pair):
+                _refuse_disallowed(disallowed, text if pair is None else text + "\0" + pair)
+        # Each text cut at its added tokens (None: none is in it, the text is one stretch),
+        # and all the stretches, in order, for the core.
+        cuts: list[tuple[list[tuple[int | None, int, int]] | None, int]]
+        if not added.spelled_in(every):
+            pieces = texts
+            cuts = [(None, 1)] * len(texts)
+        else:
+            pieces = []
+            cuts = []
+            with _collector_paused():
+                for t in texts:
                     cut = added.split(t)
                     text_parts = [t[a:b] for token, a, b in cut if token is None]
                     pieces += text_parts
@@ -442,17 +446,21 @@ class Tokenizer:
         cut_of = iter(cuts)  # each text's cut, pairs' two in a row
         to_token = self.id_to_token
         done: list[Encoding] = []
+
+        def made() -> Encoding:  # the next text's Encoding
+            cut, stretches = next(cut_of)
+            if cut is None:
+                ids, starts, ends = next(parts)
+                return Encoding(ids, offsets=(starts, ends), id_to_token=to_token)
+            return Encoding.spliced(cut, list(islice(parts, stretches)), to_token)
+
         with _collector_paused():
             for _, pair in items:
-                cut, stretches = next(cut_of)
-                a = Encoding.spliced(cut, list(islice(parts, stretches)), to_token)
+                a = made()
                 if pair is None and kept:
                     done.append(a)
                     continue
-                b = None
-                if pair is not None:
-                    cut, stretches = next(cut_of)
-                    b = Encoding.spliced(cut, list(islice(parts, stretches)), to_token)
+                b = made() if pair is not None else None
                 done.append(self._post(a, b, add_special_tokens, truncation, None))
         return done
 
