@@ -397,10 +397,17 @@ class Tokenizer:
             return None
         # Each text cut at its added tokens (no normalizer on either path: the stretches of
         # text are the text as it is), and all the stretches, in order, for the core.
+        if not items:
+            return []
         added, disallowed = self._special_rules(*special)
         for i, (text, pair) in enumerate(items):
             for t in (text,) if pair is None else (text, pair):
                 if not isinstance(t, str):
+                    # The inputs before it are looked through first, as encode would meet
+                    # them one by one.
+                    for before, before_pair in items[:i] if disallowed else ():
+                        _refuse_disallowed(disallowed, before if before_pair is None
+                                           else before + "\0" + before_pair)
                     check_text(t, f"inputs[{i}]")  # (raises: names the input)
         texts = [t for text, pair in items for t in ((text,) if pair is None else (text, pair))]
         # Special and added tokens are looked for in all the texts at once, joined (a find
@@ -441,7 +448,8 @@ class Tokenizer:
         # A single input comes out of _post as it went in when nothing is truncated and the
         # post-processor adds nothing to it (GPT-2's, tiktoken's encodings): it skips _post.
         processor = self.post_processor
-        kept = truncation is None and (processor is None or processor.keeps_single())
+        keeps = getattr(processor, "keeps_single", None)  # (one's own may not say)
+        kept = truncation is None and (processor is None or (keeps is not None and keeps()))
         parts = iter(encoded)
         cut_of = iter(cuts)  # each text's cut, pairs' two in a row
         to_token = self.id_to_token
@@ -656,7 +664,9 @@ def _collector_paused() -> Iterator[None]:
     too): while a batch's cuts and Encodings are made, each run walked all of them again (a
     fifth of encode_batch over 8 MB of English, 37,000 documents, on one thread). They make no
     cycles; their count carries over to the next run. (Not across the core's call: other
-    threads run while it has the GIL released.)"""
+    threads run while it has the GIL released. They may run meanwhile too, at the
+    interpreter's switches: the pause is the process's, and a gc.disable() made by another
+    thread within it is undone at its end.)"""
     collecting = gc.isenabled()
     gc.disable()
     try:

@@ -182,3 +182,58 @@ def test_trimmed_offsets_in_a_batch_as_one_by_one(shared_data):
     batch = tok.encode_batch(texts, num_threads=2)
     assert [fields(e) for e in batch] == one_by_one(tok, texts)
     assert batch[0].offsets == [(0, 5), (6, 11)]
+
+
+def test_errors_come_in_the_order_encode_meets_them(cl100k):
+    # A special token in an input before a bad one raises first, as one by one.
+    with pytest.raises(InputError, match="special token '<\\|endoftext\\|>' at character 0"):
+        cl100k.encode_batch(["<|endoftext|>", ("a", b"x")])  # type: ignore[list-item]
+    with pytest.raises(InputError, match=r"inputs\[1\]: expected a string"):
+        cl100k.encode_batch(["fine", ("a", b"x"), "<|endoftext|>"])  # type: ignore[list-item]
+    # An empty batch has nothing to check, whatever the options (as the Python path).
+    assert cl100k.encode_batch([], allowed_special={"bogus"}) == []
+
+
+def test_a_single_input_truncated_through_a_keeping_post_processor(gpt2, cl100k):
+    # keeps_single says nothing of truncation: with it, _post is taken (and cuts).
+    cut = Truncation(max_length=2)
+    for tok in (gpt2, cl100k):
+        texts = ["a b c d e", "one two three four five six"]
+        batch = tok.encode_batch(texts, truncation=cut, num_threads=2)
+        assert [fields(e) for e in batch] == one_by_one(tok, texts, truncation=cut)
+        assert [len(e) for e in batch] == [2, 2]
+
+
+def test_a_post_processor_of_ones_own_without_keeps_single(shared_data):
+    tok = Tokenizer.from_file(shared_data / "tokenizers" / "gpt2" / "tokenizer.json")
+
+    class Tagging:  # process and added_tokens only
+        first_input = "A"
+
+        def added_tokens(self, is_pair):
+            return 1
+
+        def process(self, a, b=None, add_special_tokens=True, *, overflow=(False, False)):
+            from tokenmill.encoding import Encoding
+
+            return Encoding.concat([a, Encoding([50256], ["<|endoftext|>"], [(0, 0)])])
+
+    tok.post_processor = Tagging()
+    texts = ["Hello world", "two"]
+    assert [fields(e) for e in tok.encode_batch(texts)] == one_by_one(tok, texts)
+    assert tok.encode_batch(texts)[1].ids[-1] == 50256
+
+
+@pytest.mark.parametrize("enabled", [True, False])
+def test_the_collector_is_restored_after_an_error_while_it_is_paused(bert, enabled):
+    # The pair is too long to truncate to one token: raised in _post, within the pause.
+    import gc
+
+    was = gc.isenabled()
+    try:
+        gc.enable() if enabled else gc.disable()
+        with pytest.raises(InputError):
+            bert.encode_batch([("Hello there", "and more")], truncation=Truncation(max_length=1))
+        assert gc.isenabled() is enabled
+    finally:
+        gc.enable() if was else gc.disable()
