@@ -125,6 +125,14 @@ class Encoding:
                         self.attention_mask[i:j], self.special_tokens_mask[i:j])
 
     @staticmethod
+    def whole(encoded: tuple[list[int], list[int], list[int]],
+              id_to_token: Callable[[int], str | None] | None) -> Encoding:
+        """The Encoding of a text that is one stretch, from its (ids, starts, ends): tokens
+        and offset pairs are made only if they are asked for."""
+        ids, starts, ends = encoded
+        return Encoding(ids, offsets=(starts, ends), id_to_token=id_to_token)
+
+    @staticmethod
     def spliced(cut: list[tuple[int | None, int, int]],
                 encoded: list[tuple[list[int], list[int], list[int]]],
                 id_to_token: Callable[[int], str | None] | None) -> Encoding:
@@ -132,10 +140,7 @@ class Encoding:
         (ids, starts, ends) of its stretches of text in ``encoded`` (in order, offsets counted
         from each stretch's start)."""
         if len(cut) == 1 and cut[0][0] is None and cut[0][1] == 0:
-            # The common case: no added token in the text; the Encoding makes tokens and
-            # offset pairs only if they are asked for.
-            ids, starts, ends = encoded[0]
-            return Encoding(ids, offsets=(starts, ends), id_to_token=id_to_token)
+            return Encoding.whole(encoded[0], id_to_token)  # no added token in the text
         ids = []
         starts = []
         ends = []

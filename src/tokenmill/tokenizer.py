@@ -294,8 +294,7 @@ class Tokenizer:
                 truncation: Truncation | None, padding: Padding | None,
                 allowed_special: Special | None = None, disallowed_special: Special | None = None,
                 dropout: float | None = None, seed: int | None = None) -> Encoding:
-        added = self._added_for(allowed_special, disallowed_special, text if pair is None
-                                else text + "\0" + pair)
+        added = self._added_for(allowed_special, disallowed_special, _as_one(text, pair))
         drop = self._dropout(dropout, seed)
         a = self._encode_text(text, added, drop)
         b = self._encode_text(pair, added, drop and (drop[0], _mix_seed(drop[1], 1 << 32))) \
@@ -395,8 +394,6 @@ class Tokenizer:
         if native is None and (bert_plan is None or
                                any(t.normalized for t in self._added.tokens)):
             return None
-        # Each text cut at its added tokens (no normalizer on either path: the stretches of
-        # text are the text as it is), and all the stretches, in order, for the core.
         if not items:
             return []
         added, disallowed = self._special_rules(*special)
@@ -405,9 +402,8 @@ class Tokenizer:
                 if not isinstance(t, str):
                     # The inputs before it are looked through first, as encode would meet
                     # them one by one.
-                    for before, before_pair in items[:i] if disallowed else ():
-                        _refuse_disallowed(disallowed, before if before_pair is None
-                                           else before + "\0" + before_pair)
+                    for before in items[:i] if disallowed else ():
+                        _refuse_disallowed(disallowed, _as_one(*before))
                     check_text(t, f"inputs[{i}]")  # (raises: names the input)
         texts = [t for text, pair in items for t in ((text,) if pair is None else (text, pair))]
         # Special and added tokens are looked for in all the texts at once, joined (a find
@@ -416,10 +412,11 @@ class Tokenizer:
         # the first input holding it, as encode does.
         every = "\0".join(texts) if disallowed or added.tokens else ""
         if disallowed and any(token in every for token in disallowed):
-            for text, pair in items:
-                _refuse_disallowed(disallowed, text if pair is None else text + "\0" + pair)
-        # Each text cut at its added tokens (None: none is in it, the text is one stretch),
-        # and all the stretches, in order, for the core.
+            for item in items:
+                _refuse_disallowed(disallowed, _as_one(*item))
+        # Each text cut at its added tokens (None: none is in it, the text is one stretch; no
+        # normalizer on either path: the stretches are the text as it is), and all the
+        # stretches, in order, for the core.
         cuts: list[tuple[list[tuple[int | None, int, int]] | None, int]]
         if not added.spelled_in(every):
             pieces = texts
@@ -458,8 +455,7 @@ class Tokenizer:
         def made() -> Encoding:  # the next text's Encoding
             cut, stretches = next(cut_of)
             if cut is None:
-                ids, starts, ends = next(parts)
-                return Encoding(ids, offsets=(starts, ends), id_to_token=to_token)
+                return Encoding.whole(next(parts), to_token)
             return Encoding.spliced(cut, list(islice(parts, stretches)), to_token)
 
         with _collector_paused():
@@ -674,6 +670,12 @@ def _collector_paused() -> Iterator[None]:
     finally:
         if collecting:
             gc.enable()
+
+
+def _as_one(text: str, pair: str | None) -> str:
+    """An input's text, or a pair's two joined by "\\0", as special tokens are looked for in
+    it (and the position an error names counts)."""
+    return text if pair is None else text + "\0" + pair
 
 
 def _refuse_disallowed(disallowed: Set[str], text: str) -> None:
