@@ -412,8 +412,12 @@ class Tokenizer:
         # the first input holding it, as encode does.
         every = "\0".join(texts) if disallowed or added.tokens else ""
         if disallowed and any(token in every for token in disallowed):
-            for item in items:
-                _refuse_disallowed(disallowed, _as_one(*item))
+            for i, (text, pair) in enumerate(items):
+                _refuse_disallowed(disallowed, _as_one(text, pair))
+                # (encode would encode this input next, and meet a lone surrogate in it
+                # before the special token of a later input)
+                for t in (text,) if pair is None else (text, pair):
+                    check_text(t, f"inputs[{i}]")
         # Each text cut at its added tokens (None: none is in it, the text is one stretch; no
         # normalizer on either path: the stretches are the text as it is), and all the
         # stretches, in order, for the core.

@@ -190,6 +190,21 @@ def test_errors_come_in_the_order_encode_meets_them(cl100k):
         cl100k.encode_batch(["<|endoftext|>", ("a", b"x")])  # type: ignore[list-item]
     with pytest.raises(InputError, match=r"inputs\[1\]: expected a string"):
         cl100k.encode_batch(["fine", ("a", b"x"), "<|endoftext|>"])  # type: ignore[list-item]
+    # A lone surrogate in an input before one holding a special token raises first, as one
+    # by one; within one input, the special token does (encode looks for it first).
+    for inputs, named in ((["fine", "bad \ud800", "<|endoftext|>"], "inputs[1] holds a lone "
+                           "surrogate U+D800 at character 4"),
+                          ([("a", "b\udfff"), "<|endoftext|>"], "inputs[0] holds a lone "
+                           "surrogate U+DFFF at character 1"),
+                          (["x \ud800 <|endoftext|>"], "special token '<|endoftext|>' at "
+                           "character 4")):
+        with pytest.raises(InputError) as alone:
+            for item in inputs:
+                cl100k.encode(*((item,) if isinstance(item, str) else item))
+        with pytest.raises(InputError) as batched:
+            cl100k.encode_batch(inputs, num_threads=2)
+        assert named in str(batched.value)
+        assert named.split(" ", 1)[1] in str(alone.value)  # (encode names no input)
     # An empty batch has nothing to check, whatever the options (as the Python path).
     assert cl100k.encode_batch([], allowed_special={"bogus"}) == []
 
