@@ -520,10 +520,9 @@ PieceCacheSet* shared_piece_cache() {
       // On 2 MiB pages, the first half's four are all written within the first few dozen
       // distinct pieces any process meets (each at a line at random; one sentence of ten
       // pieces took all four): they are taken now, with the table, rather than by the first
-      // distinct pieces of a text. (The system zeroes each
-      // as it gives it: on this VM, 1 to 17 ms for the four, which a first pass over 4 MB of
-      // English paid inside its 40 to 80 ms.) On small pages the table keeps its pages to
-      // the pieces' lines, as before.
+      // distinct pieces of a text. (The system zeroes each as it gives it: on this VM, 1 to
+      // 17 ms for the four, which a first pass over 4 MB of English paid inside its 40 to 80
+      // ms.) On small pages the table keeps its pages to the pieces' lines, as before.
       if (huge_pages_on()) populate_pages(table, kFirstPieceSets * sizeof(PieceCacheSet));
       // Zeroed pages are empty entries (tag 0). Default-initialised, so nothing is written
       // (C++17's std::atomic has a trivial default constructor).
