@@ -416,8 +416,7 @@ class Tokenizer:
                 _refuse_disallowed(disallowed, _as_one(text, pair))
                 # (encode would encode this input next, and meet a lone surrogate in it
                 # before the special token of a later input)
-                for t in (text,) if pair is None else (text, pair):
-                    check_text(t, f"inputs[{i}]")
+                _check_input(i, text, pair)
         # Each text cut at its added tokens (None: none is in it, the text is one stretch; no
         # normalizer on either path: the stretches are the text as it is), and all the
         # stretches, in order, for the core.
@@ -443,8 +442,7 @@ class Tokenizer:
                 encoded = _core.bert_encode_batch(model, pipeline, pieces, threads, True)
         except (TypeError, UnicodeError):
             for i, (text, pair) in enumerate(items):
-                for t in (text,) if pair is None else (text, pair):
-                    check_text(t, f"inputs[{i}]")  # names the lone surrogate
+                _check_input(i, text, pair)  # names the lone surrogate
             raise
         # A single input comes out of _post as it went in when nothing is truncated and the
         # post-processor adds nothing to it (GPT-2's, tiktoken's encodings): it skips _post.
@@ -674,6 +672,13 @@ def _collector_paused() -> Iterator[None]:
     finally:
         if collecting:
             gc.enable()
+
+
+def _check_input(i: int, text: str, pair: str | None) -> None:
+    """:func:`check_text` on a batch's input ``i`` (its text, then its pair's), named
+    ``inputs[i]``."""
+    for t in (text,) if pair is None else (text, pair):
+        check_text(t, f"inputs[{i}]")
 
 
 def _as_one(text: str, pair: str | None) -> str:
