@@ -424,6 +424,12 @@ def test_runs_of_digits_cut_three_at_a_time_as_tiktoken_cuts_them(pairs, name):
         assert tok.encode(text, disallowed_special=()).offsets == token_spans(ref, text, expected)
 
     check()
+    # Runs whose groups end about where ids are written a chunk at a time (256 groups, 768
+    # digits), and two chunks on, with what follows them.
+    for n in [*range(762, 776), *range(1530, 1544)]:
+        for after in ("", "\u0663", "a", "1"):
+            text = "0123456789" * (n // 10) + "0123456789"[: n % 10] + after
+            assert tok.encode_ordinary(text) == ref.encode_ordinary(text), (n, after)
     # A megabyte of digits: three a token, each its three digits' token.
     text = "".join(random.Random(7).choices("0123456789", k=1_000_002))
     ids = tok.encode_ordinary(text)
