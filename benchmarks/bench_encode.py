@@ -1,6 +1,7 @@
 """Encoding with tiktoken's encodings, tokenmill vs tiktoken (and vs Hugging Face ``tokenizers``
-on GPT-2's tokenizer.json, and vs ``gigatoken`` and ``rs-bpe``, fast native encoders that
-install here, when they are installed): the same documents, one run, ratios printed.
+on GPT-2's tokenizer.json, and vs ``gigatoken``, ``rs-bpe`` and ``tokendagger``, fast native
+encoders that install here, when they are installed): the same documents, one run, ratios
+printed.
 
     python benchmarks/bench_encode.py --repeats 3 --json bench_encode.json
 
@@ -186,6 +187,17 @@ def open_engine(spec: dict[str, Any]) -> Engine:
                           gigatoken_rows)
         gt = native.as_tiktoken()
         return Engine(gt.encode_ordinary, lambda docs: [gt.encode_ordinary(d) for d in docs])
+    if spec["engine"] == "tokendagger":
+        import tiktoken.load
+        import tokendagger
+
+        files = data / "tokenizers" / "tiktoken"
+        enc_spec = json.loads((files / "encodings.json").read_text())[name]
+        td = tokendagger.Encoding(name, pat_str=enc_spec["pat_str"],
+                                  mergeable_ranks=tiktoken.load.load_tiktoken_bpe(
+                                      str(data / enc_spec["file"])),
+                                  special_tokens=enc_spec["special_tokens"])
+        return Engine(td.encode_ordinary, lambda docs: [td.encode_ordinary(d) for d in docs])
     if spec["engine"] == "rs-bpe":
         import rs_bpe
 
@@ -391,8 +403,10 @@ def comparisons(calls: dict[str, dict[str, str]], gpt2_ok: bool) -> list[Compari
         out += [Comparison(f"gpt2 tokenizer.json, {name}", "gpt2", name, {"engine": "tokenizers"})
                 for name in INPUTS]
     # The fast native encoders that install here and read these encodings offline (tokendagger
-    # does not build without PCRE2's headers; tokie and wordchipper fetch their files).
-    for peer, module in (("gigatoken", "gigatoken"), ("rs-bpe", "rs_bpe")):
+    # builds where PCRE2's headers are, `apt-get install libpcre2-dev`; tokie and wordchipper
+    # fetch their files).
+    for peer, module in (("gigatoken", "gigatoken"), ("rs-bpe", "rs_bpe"),
+                         ("tokendagger", "tokendagger")):
         if importlib.util.find_spec(module) is not None:
             out += [Comparison(f"{enc}, {name}, vs {peer}", enc, name, {"engine": peer})
                     for enc in ENCODINGS for name in INPUTS]
