@@ -911,7 +911,7 @@ NB_MODULE(_core, m) {
         "Pieces of at least `bytes` bytes are cut by backtracking (byte-level models whose "
         "merges allow it); returns the previous threshold.");
   m.def("piece_cache_sets", &tokenmill::piece_cache_sets,
-        "The piece cache's sets in use: 65,536, then 131,072 and 262,144 as it grows (for tests).");
+        "The piece cache's sets in use: 65,536, or 131,072 once it has grown (for tests).");
   m.def(
       "load_ranks",
       [](const nb::bytes& data, std::size_t cache_capacity) {

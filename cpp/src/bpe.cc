@@ -10,7 +10,6 @@
 #include <memory>
 #include <functional>
 #include <limits>
-#include <mutex>
 #include <queue>
 #include <utility>
 
@@ -439,9 +438,9 @@ constexpr std::size_t kPieceTokens = 4;
 constexpr unsigned kWordCacheMark = 0xFF;  // an entry's token count: "in the word cache"
 // An entry's token count: "the ids are in the model's long_entry_ids_" (keep_long_entry).
 constexpr unsigned kLongEntryMark = 0xFE;
-// Sets of two lines: 8 MiB in use at first, 16 MiB once those sets have lost enough pieces to
-// others that met them in a full set (piece_grow_after), and 32 MiB once the 16 have.
-constexpr unsigned kPieceCacheBits = 18;
+// Sets of two lines: 8 MiB in use at first, 16 MiB once the first half has lost enough pieces
+// to others that met them in a full set (kPieceGrowAfter).
+constexpr unsigned kPieceCacheBits = 17;
 constexpr uint64_t kFirstPieceSets = uint64_t{1} << 16;
 }  // namespace
 struct alignas(64) PieceCacheEntry {
@@ -498,10 +497,10 @@ void populate_pages(void* at, std::size_t bytes) {
 
 // The cache, allocated on first use, never freed (threads may use it until the process ends).
 // On Linux it is fresh zeroed pages from mmap, asked to be 2 MiB ones: every lookup lands on a
-// random line of the table, and with 4 KiB pages most also missed the TLB. The first sets'
-// pages (8 MiB) are taken with the table where those are 2 MiB pages (below), else as they are
-// first written, so a process that encodes little does not hold the whole table; one whose
-// pieces fit in the first sets never touches the rest.
+// random line of the table, and with 4 KiB pages most also missed the TLB. The first half's
+// pages are taken with the table where those are 2 MiB pages (below), else as they are first
+// written, so a process that encodes little does not hold the whole table; one whose pieces fit
+// in the first half never touches the second.
 PieceCacheSet* shared_piece_cache() {
   static PieceCacheSet* const cache = [] {
     constexpr std::size_t kSets = std::size_t{1} << kPieceCacheBits;
@@ -518,7 +517,7 @@ PieceCacheSet* shared_piece_cache() {
 #if defined(MADV_HUGEPAGE)
       madvise(table, kBytes, MADV_HUGEPAGE);  // a hint: the kernel may keep small pages
 #endif
-      // On 2 MiB pages, the first sets' four are all written within the first few dozen
+      // On 2 MiB pages, the first half's four are all written within the first few dozen
       // distinct pieces any process meets (each at a line at random; one sentence of ten
       // pieces took all four): they are taken now, with the table, rather than by the first
       // distinct pieces of a text. (The system zeroes each as it gives it: on this VM, 1 to
@@ -575,29 +574,24 @@ inline bool key_is_ascii(const PieceKey& k) {
 
 constexpr uint64_t kVersionOne = uint64_t{1} << 32;  // an entry's version step
 
-// A set's number is 16 bits of its piece's hash (bits 46 to 61) at first, 17 (46 to 62) once
-// the table has grown and kPieceCacheBits (46 to 63) once it has grown again, each time after
-// enough pieces lost their place (piece_grow_after): a piece's set is then the one it had, or
-// its twin as many sets on as were in use. The mask is of the set's offset in bytes, so a
-// lookup costs no instruction more than a table of one size. An entry is found by its key
-// wherever it is, so a batch that read the mask before the change still finds and writes
-// entries correctly.
+// A set's number is 16 bits of its piece's hash (bits 47 to 62) at first, kPieceCacheBits (47
+// to 63) once the table has grown, which it does once, after kPieceGrowAfter pieces lost their
+// place: a piece's set is then the one it had, or its twin 2^16 sets on. The mask is of the
+// set's offset in bytes, so a lookup costs no instruction more than a table of one size. An
+// entry is found by its key wherever it is, so a batch that read the mask before the change
+// still finds and writes entries correctly.
 constexpr unsigned kSetBytesLog2 = 7;
 static_assert(sizeof(PieceCacheSet) == std::size_t{1} << kSetBytesLog2, "a set's size");
 constexpr uint64_t kFirstPieceMask = (kFirstPieceSets - 1) << kSetBytesLog2;
-constexpr uint64_t kFullPieceMask = ((uint64_t{1} << kPieceCacheBits) - 1) << kSetBytesLog2;
+constexpr uint64_t kGrownPieceMask = ((uint64_t{1} << kPieceCacheBits) - 1) << kSetBytesLog2;
 std::atomic<uint64_t> piece_set_mask{kFirstPieceMask};
 // Pieces whose entry went to a set with both ways taken by the same model (one of them lost),
-// counted from the last growth until the table is whole; it grows at an eighth of the sets in
-// use. 4 MB of English, some 32,000 distinct pieces, lose about 1,900 in their first pass and
-// 2,500 in each pass after it (a set of two ways that three of its pieces meet); text in 26
-// languages, 147,000 distinct short pieces, gets to the first growth before halfway through
-// its first pass, and in 131,072 sets still lost some 19,000 pieces a pass (merged again at
-// each), a fifth of the time of a pass over it seen before.
+// counted until the table grows, at an eighth of the first sets. 4 MB of English, some 32,000
+// distinct pieces, lose about 1,900 in their first pass and 2,500 in each pass after it (a set
+// of two ways that three of its pieces meet); text in 26 languages, 150,000 distinct short
+// pieces, gets there before halfway through its first pass.
 std::atomic<uint64_t> piece_losses{0};
-std::mutex piece_growth;  // one growth at a time
-inline uint64_t piece_sets_of(uint64_t mask) { return (mask >> kSetBytesLog2) + 1; }
-inline uint64_t piece_grow_after(uint64_t mask) { return piece_sets_of(mask) / 8; }
+constexpr uint64_t kPieceGrowAfter = kFirstPieceSets / 8;
 
 // The table and the mask of its sets in use, read once for a batch of pieces.
 struct PieceTable {
@@ -668,21 +662,16 @@ inline void piece_write(PieceCacheEntry& e, uint32_t tag, const PieceKey& k, uin
   e.word[0].store((version << 32) | tag, std::memory_order_release);
 }
 
-// Doubles the sets in use, if `seen` (the mask a loss was counted under) is still the mask.
-// Each entry of the sets in use (of any model) whose piece's set is now the twin is copied
-// there first, so growing costs no piece its entry (a first pass went on to meet half the
-// pieces of the text so far as new). Run by a thread whose loss reached the count, while the
-// others go on in the sets in use (the new ones have no other writer until the mask is
-// stored); one that finds another growing leaves it to that one.
-void grow_piece_table(uint64_t seen) {
+// Opens the second half of the table. Each entry of the first half (of any model) whose piece's
+// set is now the twin is copied there first, so growing costs no piece its entry (a first pass
+// went on to meet half the pieces of the text so far as new). Run once, by the thread whose
+// loss reached kPieceGrowAfter, while the others go on in the first half (the second has no
+// other writer until the mask is stored).
+void grow_piece_table() {
   constexpr auto relaxed = std::memory_order_relaxed;
-  std::unique_lock<std::mutex> lock(piece_growth, std::try_to_lock);
-  if (!lock.owns_lock()) return;
-  if (piece_set_mask.load(relaxed) != seen || seen == kFullPieceMask) return;
-  const uint64_t in_use = piece_sets_of(seen);
   PieceCacheSet* const sets = shared_piece_cache();
-  const PieceTable grown{sets, ((2 * in_use) - 1) << kSetBytesLog2};
-  for (uint64_t s = 0; s < in_use; ++s) {
+  const PieceTable grown{sets, kGrownPieceMask};
+  for (uint64_t s = 0; s < kFirstPieceSets; ++s) {
     std::size_t used = 0;  // ways written in the twin
     for (const PieceCacheEntry& e : sets[s].way) {
       // Read whole, as piece_read does (an entry being written is left).
@@ -697,19 +686,17 @@ void grow_piece_table(uint64_t seen) {
       if (e.word[0].load(relaxed) != head) continue;
       k.hash = piece_hash(k, meta & 0xFF);
       PieceCacheSet& to = piece_slot(grown, k);
-      if (&to != &sets[s + in_use]) continue;  // stays (or is out of place)
+      if (&to != &sets[s + kFirstPieceSets]) continue;  // stays (or is out of place)
       piece_write(to.way[used++], static_cast<uint32_t>(head), k, meta, ids01, ids23);
     }
   }
-  piece_losses.store(0, relaxed);
-  piece_set_mask.store(grown.mask, std::memory_order_release);
+  piece_set_mask.store(kGrownPieceMask, std::memory_order_release);
 }
 
-// Counts a piece lost from a full set when the sets in use were `mask`'s, and grows the table
-// from the piece_grow_after(mask)-th since the last growth on.
-inline void count_piece_loss(uint64_t mask) {
-  if (piece_losses.fetch_add(1, std::memory_order_relaxed) + 1 >= piece_grow_after(mask)) {
-    grow_piece_table(mask);
+// Counts a piece lost from a full set, and grows the table at the kPieceGrowAfter-th.
+inline void count_piece_loss() {
+  if (piece_losses.fetch_add(1, std::memory_order_relaxed) + 1 == kPieceGrowAfter) {
+    grow_piece_table();
   }
 }
 
@@ -987,9 +974,7 @@ void BPEModel::keep_piece(std::string_view piece, const PieceKey& key, PieceCach
            long_entry_held(e.word[6].load(std::memory_order_relaxed));
   };
   const bool first_taken = taken(set.way[0]);
-  if (first_taken && table.mask != kFullPieceMask && taken(set.way[1])) {
-    count_piece_loss(table.mask);
-  }
+  if (first_taken && table.mask == kFirstPieceMask && taken(set.way[1])) count_piece_loss();
   piece_write(set.way[first_taken ? 1 : 0], tag, key, meta, ids[0], ids[1]);
 }
 
