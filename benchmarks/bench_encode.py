@@ -141,15 +141,17 @@ class Engine:
     rows: Callable[[Any], list[Any]] = list
 
 
-def tiktoken_encoding(data: Path, name: str) -> Any:
+def tiktoken_encoding(data: Path, name: str, factory: Callable[..., Any] | None = None) -> Any:
+    """tiktoken's encoding ``name`` from the ranks file in ``data``, made by ``factory`` (a
+    class called as ``tiktoken.Encoding`` is; that one by default)."""
     import tiktoken
     import tiktoken.load
 
     spec = json.loads((data / "tokenizers" / "tiktoken" / "encodings.json").read_text())[name]
-    return tiktoken.Encoding(name=name, pat_str=spec["pat_str"],
-                             mergeable_ranks=tiktoken.load.load_tiktoken_bpe(
-                                 str(data / spec["file"])),
-                             special_tokens=spec["special_tokens"])
+    ranks = tiktoken.load.load_tiktoken_bpe(str(data / spec["file"]))
+    return (factory or tiktoken.Encoding)(name=name, pat_str=spec["pat_str"],
+                                          mergeable_ranks=ranks,
+                                          special_tokens=spec["special_tokens"])
 
 
 def open_engine(spec: dict[str, Any]) -> Engine:
@@ -188,15 +190,9 @@ def open_engine(spec: dict[str, Any]) -> Engine:
         gt = native.as_tiktoken()
         return Engine(gt.encode_ordinary, lambda docs: [gt.encode_ordinary(d) for d in docs])
     if spec["engine"] == "tokendagger":
-        import tiktoken.load
         import tokendagger
 
-        files = data / "tokenizers" / "tiktoken"
-        enc_spec = json.loads((files / "encodings.json").read_text())[name]
-        td = tokendagger.Encoding(name, pat_str=enc_spec["pat_str"],
-                                  mergeable_ranks=tiktoken.load.load_tiktoken_bpe(
-                                      str(data / enc_spec["file"])),
-                                  special_tokens=enc_spec["special_tokens"])
+        td = tiktoken_encoding(data, name, tokendagger.Encoding)  # takes tiktoken's arguments
         return Engine(td.encode_ordinary, lambda docs: [td.encode_ordinary(d) for d in docs])
     if spec["engine"] == "rs-bpe":
         import rs_bpe

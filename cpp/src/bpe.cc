@@ -804,15 +804,6 @@ inline void set_packed_id(uint64_t& meta, uint64_t (&ids)[2], unsigned k, uint64
     if (bit + kPackedIdBits > 64) ids[1] |= id >> (64 - bit);
   }
 }
-// Keeps v in a register where it is (the compiler may not merge the loads or stores around it).
-inline void pin_register(uint64_t& v) {
-#if defined(__GNUC__) || defined(__clang__)
-  __asm__("" : "+r"(v));
-#else
-  (void)v;
-#endif
-}
-
 // Writes an entry's ids (at most kPackedTokens) at out; returns how many. An entry of up to
 // kPieceTokens ids writes all kPieceTokens slots (out must have room for them): one 16-byte
 // copy, where a loop over the count was 3.3M instructions of a pass over 1 MB of English.
@@ -827,10 +818,8 @@ inline unsigned put_entry_ids(uint64_t meta, const uint64_t (&ids)[2], uint32_t*
     // before, one at a time (piece_read), and a 16-byte load over two stores still in flight
     // cannot take its bytes from them; it waited for both to reach the cache (on text seen
     // before, a third of the time of encode_ids_of).
-    uint64_t low = ids[0];
-    uint64_t high = ids[1];
-    pin_register(low);
-    pin_register(high);
+    const uint64_t low = pinned(ids[0]);
+    const uint64_t high = pinned(ids[1]);
     std::memcpy(out, &low, sizeof(low));
     std::memcpy(out + 2, &high, sizeof(high));
   } else {

@@ -12,15 +12,17 @@ namespace tokenmill {
 
 inline constexpr uint64_t kNoMerge = ~uint64_t{0};
 
-// p, as a value the compiler cannot work out again. Given a thread-local's address, GCC
-// recomputes it at each use after inlining (in a shared library, a call to __tls_get_addr)
-// rather than keep it: 1.1M calls over a megabyte of DNA, one a pair the search checked.
+// v (a pointer or an integer), as a value in a register that the compiler cannot work out
+// again. Given a thread-local's address, GCC recomputes it at each use after inlining (in a
+// shared library, a call to __tls_get_addr) rather than keep it: 1.1M calls over a megabyte of
+// DNA, one a pair the search checked. Given two words loaded side by side, it may merge them
+// into one wider load (put_entry_ids, bpe.cc).
 template <class T>
-inline T* pinned(T* p) {
+inline T pinned(T v) {
 #if defined(__GNUC__) || defined(__clang__)
-  __asm__("" : "+r"(p));
+  __asm__("" : "+r"(v));
 #endif
-  return p;
+  return v;
 }
 
 // The pair filter: 2^21 bits, indexed by the top bits of a multiplicative hash of the pair.
