@@ -4,6 +4,8 @@
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
+#include <map>
+#include <random>
 #include <string>
 #include <thread>
 #include <vector>
@@ -12,6 +14,7 @@
 #include "tokenmill/bpe.h"
 #include "tokenmill/bpe_trainer.h"
 #include "tokenmill/error.h"
+#include "tokenmill/flat_map.h"
 #include "tokenmill/pretokenize.h"
 #include "tokenmill/text.h"
 #include "tokenmill/utf8.h"
@@ -362,6 +365,49 @@ void test_code_units_to_utf8() {
   check(refused_at({wide.data(), wide.size(), 4}, 5), "a surrogate in UCS-4");
 }
 
+// StringMap against std::map: keys of every length around the 8 bytes that sit in a slot, with
+// zero bytes inside and at the end (a key and the same key with a zero after it are two keys),
+// bytes of 0x80 and over, a table grown from empty, lookups of keys never inserted.
+void test_string_map_matches_a_map() {
+  std::mt19937 rng(7);
+  auto random_key = [&](std::size_t len) {
+    std::string key(len, '\0');
+    for (char& c : key) {
+      const auto r = rng() % 6;
+      c = r == 0 ? '\0' : r == 1 ? static_cast<char>(0x80 + rng() % 128)
+                                  : static_cast<char>('a' + rng() % 3);
+    }
+    return key;
+  };
+  tokenmill::StringMap map;  // no reserve: grows from empty
+  std::map<std::string, uint32_t> want;
+  std::vector<std::string> keys;
+  for (uint32_t v = 0; v < 3000; ++v) {
+    const std::string key = random_key(rng() % 21);
+    const bool fresh = want.emplace(key, v).second;
+    check(map.insert(key, v) == fresh, "insert says whether the key is new");
+    keys.push_back(key);
+    if (key.size() < 20) keys.push_back(key + std::string(1, '\0'));
+    if (!key.empty()) keys.push_back(key.substr(0, key.size() - 1));
+  }
+  check(map.size() == want.size(), "one entry a distinct key");
+  for (std::size_t k = 0; k < 2000; ++k) keys.push_back(random_key(rng() % 21));
+  for (const std::string& key : keys) {
+    uint32_t got = ~uint32_t{0};
+    const auto it = want.find(key);
+    const bool found = map.find(key, got);
+    check(found == (it != want.end()), "found exactly the keys inserted");
+    if (found && it != want.end()) check(got == it->second, "the first value given is kept");
+  }
+  std::size_t seen = 0;
+  map.for_each([&](std::string_view key, uint32_t value) {
+    const auto it = want.find(std::string(key));
+    check(it != want.end() && it->second == value, "for_each gives each key and its value");
+    ++seen;
+  });
+  check(seen == want.size(), "for_each visits every entry once");
+}
+
 }  // namespace
 
 int main() {
@@ -373,6 +419,7 @@ int main() {
   test_word_cache();
   test_models_find_what_they_kept();
   test_trainer_large_counts_and_errors();
+  test_string_map_matches_a_map();
   if (failures == 0) std::printf("core tests: all passed\n");
   return failures == 0 ? 0 : 1;
 }

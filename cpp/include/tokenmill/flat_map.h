@@ -164,8 +164,11 @@ class PairMap {
 };
 
 // byte string -> uint32 value (a vocabulary); the map owns a copy of every key. A slot is 16
-// bytes (a 32-bit hash to skip most compares, the key's place in one arena, the value), so a
-// 200k-token vocabulary costs 8 MiB of slots rather than twice that.
+// bytes, so a 200k-token vocabulary costs 8 MiB of slots rather than twice that. A key of up
+// to 8 bytes sits in its slot (most tokens do); a longer one is in one arena, its slot holding
+// its place there and 32 bits of its hash to skip most compares. (With every key in the arena,
+// a lookup that found its key read a second line at another place: in a first pass over
+// English, that miss was most of the time of a piece that is one token.)
 class StringMap {
  public:
   void reserve(std::size_t n) {
@@ -175,19 +178,24 @@ class StringMap {
   // Keeps the first value given for a key; false if the key was there already.
   bool insert(std::string_view key, uint32_t value) {
     if (2 * (size_ + 1) > slots_.size()) grow();
+    if (key.size() >= kEmpty) throw std::length_error("StringMap: a key of 4 GiB or more");
     const uint64_t full = hash_bytes(key);
-    const auto h = static_cast<uint32_t>(full);
+    uint32_t unused = 0;
     std::size_t i = full & mask_;
-    while (slots_[i].offset != kEmpty) {
-      if (slots_[i].hash == h && view(slots_[i]) == key) return false;
-      i = (i + 1) & mask_;
+    if (search(key, full, unused, i)) return false;
+    Slot s;
+    s.len = static_cast<uint32_t>(key.size());
+    s.value = value;
+    if (key.size() <= kInlineBytes) {
+      s.word = inline_word(key.data(), key.size());
+    } else {
+      if (arena_.size() + key.size() >= kEmpty) {
+        throw std::length_error("StringMap: keys exceed 4 GiB");
+      }
+      s.word = (full >> 32) << 32 | arena_.size();
+      arena_.append(key.data(), key.size());
     }
-    if (arena_.size() + key.size() >= kEmpty || key.size() >= kEmpty) {
-      throw std::length_error("StringMap: keys exceed 4 GiB");
-    }
-    slots_[i] = Slot{h, static_cast<uint32_t>(arena_.size()), static_cast<uint32_t>(key.size()),
-                     value};
-    arena_.append(key.data(), key.size());
+    slots_[i] = s;
     ++size_;
     return true;
   }
@@ -197,18 +205,8 @@ class StringMap {
   // The same, with the key's hash_bytes given (a caller that asked for its lines has it).
   bool find(std::string_view key, uint64_t full, uint32_t& value) const {
     if (slots_.empty()) return false;
-    const auto h = static_cast<uint32_t>(full);
     std::size_t i = full & mask_;
-    while (slots_[i].offset != kEmpty) {
-      const Slot& s = slots_[i];
-      if (s.hash == h && s.len == key.size() &&
-          std::memcmp(arena_.data() + s.offset, key.data(), key.size()) == 0) {
-        value = s.value;
-        return true;
-      }
-      i = (i + 1) & mask_;
-    }
-    return false;
+    return search(key, full, value, i);
   }
   // Asks for the line where the search of the key with hash_bytes `full` starts, ahead of a
   // find.
@@ -220,19 +218,71 @@ class StringMap {
   template <typename Fn>
   void for_each(Fn fn) const {
     for (const Slot& s : slots_) {
-      if (s.offset != kEmpty) fn(view(s), s.value);
+      if (s.len != kEmpty) fn(view(s), s.value);
     }
   }
 
  private:
-  static constexpr uint32_t kEmpty = ~uint32_t{0};  // offset of an unused slot
+  static constexpr uint32_t kEmpty = ~uint32_t{0};  // the length of an unused slot
+  static constexpr std::size_t kInlineBytes = 8;
   struct Slot {
-    uint32_t hash = 0;
-    uint32_t offset = kEmpty;
-    uint32_t len = 0;
+    // A key of up to kInlineBytes: its bytes, in order, zeros after them. A longer one: the
+    // top 32 bits of its hash_bytes, over its offset in the arena.
+    uint64_t word = 0;
+    uint32_t len = kEmpty;
     uint32_t value = 0;
   };
-  std::string_view view(const Slot& s) const { return {arena_.data() + s.offset, s.len}; }
+  // The word of a key of up to kInlineBytes bytes: its bytes in memory order, zero-padded. On
+  // little-endian machines made of two loads that may overlap (bytes read twice are or'ed with
+  // themselves), not a copy of a variable length.
+  static uint64_t inline_word(const char* p, std::size_t len) {
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+    const auto* b = reinterpret_cast<const unsigned char*>(p);
+    if (len >= 4) {
+      uint32_t lo = 0;
+      uint32_t hi = 0;
+      std::memcpy(&lo, b, 4);
+      std::memcpy(&hi, b + len - 4, 4);
+      return uint64_t{lo} | uint64_t{hi} << (8 * (len - 4));
+    }
+    if (len == 0) return 0;
+    return uint64_t{b[0]} | uint64_t{b[len / 2]} << (8 * (len / 2)) |
+           uint64_t{b[len - 1]} << (8 * (len - 1));
+#else
+    uint64_t w = 0;
+    std::memcpy(&w, p, len);
+    return w;
+#endif
+  }
+  // Probes from slot i for key; true (value set) if found, else false with i at the empty
+  // slot that ends the search.
+  bool search(std::string_view key, uint64_t full, uint32_t& value, std::size_t& i) const {
+    const auto len = static_cast<uint32_t>(key.size());
+    if (key.size() <= kInlineBytes) {
+      const uint64_t word = inline_word(key.data(), key.size());
+      for (; slots_[i].len != kEmpty; i = (i + 1) & mask_) {
+        if (slots_[i].len == len && slots_[i].word == word) {
+          value = slots_[i].value;
+          return true;
+        }
+      }
+      return false;
+    }
+    const uint64_t high = full >> 32;
+    for (; slots_[i].len != kEmpty; i = (i + 1) & mask_) {
+      const Slot& s = slots_[i];
+      if (s.len == len && (s.word >> 32) == high &&
+          std::memcmp(arena_.data() + (s.word & 0xFFFFFFFFu), key.data(), key.size()) == 0) {
+        value = s.value;
+        return true;
+      }
+    }
+    return false;
+  }
+  std::string_view view(const Slot& s) const {
+    if (s.len <= kInlineBytes) return {reinterpret_cast<const char*>(&s.word), s.len};
+    return {arena_.data() + (s.word & 0xFFFFFFFFu), s.len};
+  }
   void grow() {
     LargeVector<Slot> old = std::move(slots_);
     reserve(old.empty() ? 8 : old.size());
@@ -240,7 +290,11 @@ class StringMap {
     std::string arena = std::move(arena_);
     arena_.clear();
     for (const Slot& s : old) {
-      if (s.offset != kEmpty) insert(std::string_view(arena.data() + s.offset, s.len), s.value);
+      if (s.len == kEmpty) continue;
+      const std::string_view key =
+          s.len <= kInlineBytes ? std::string_view(reinterpret_cast<const char*>(&s.word), s.len)
+                                : std::string_view(arena.data() + (s.word & 0xFFFFFFFFu), s.len);
+      insert(key, s.value);
     }
   }
   LargeVector<Slot> slots_;
