@@ -22,6 +22,11 @@
 #include <utility>
 #include <vector>
 
+#if defined(__linux__)
+#include <sys/mman.h>
+#include <unistd.h>
+#endif
+
 #include "tokenmill/bert.h"
 #include "tokenmill/bpe.h"
 #include "tokenmill/bpe_trainer.h"
@@ -90,6 +95,41 @@ static_assert(sizeof(PyLongObject) <= sizeof(IntSlot), "an int of one digit fits
 IntSlot* int_slots = nullptr;
 uint64_t int_made[kIntCache / 64];
 
+// The slots' memory, made once (false if it could not be had).
+bool have_int_slots() {
+  if (int_slots == nullptr) {
+    int_slots = static_cast<IntSlot*>(
+        std::aligned_alloc(alignof(IntSlot), std::size_t{kIntCache} * sizeof(IntSlot)));
+  }
+  return int_slots != nullptr;
+}
+
+// Has the system give the pages of the slots of ids below n now, in one call, rather than a
+// fault at a time as the first lists meet their ids. A text meets ids all over a vocabulary:
+// a first pass over 4 MB of English met ids on every one of the 1,563 pages that o200k_base's
+// take (128 ids a page), so a process that makes lists of ids takes them all anyway (a first
+// pass's page faults 2,622 -> 1,059). Linux 5.14 on; elsewhere, or if refused, the pages come
+// at their first writes as before. With the GIL held.
+void take_int_slot_pages(std::size_t n) {
+#if defined(__linux__)
+  static std::size_t taken = 0;  // slots whose pages were asked for
+  n = std::min<std::size_t>(n, kIntCache);
+  if (n <= taken || !have_int_slots()) return;
+  const auto page = static_cast<std::uintptr_t>(sysconf(_SC_PAGESIZE));
+  const auto from = reinterpret_cast<std::uintptr_t>(int_slots + taken) & ~(page - 1);
+  const auto to = reinterpret_cast<std::uintptr_t>(int_slots + n);
+#if defined(MADV_POPULATE_WRITE)
+  constexpr int kPopulateWrite = MADV_POPULATE_WRITE;
+#else
+  constexpr int kPopulateWrite = 23;  // its value in Linux's uapi headers
+#endif
+  (void)madvise(reinterpret_cast<void*>(from), to - from, kPopulateWrite);
+  taken = n;
+#else
+  (void)n;
+#endif
+}
+
 // Whether the int `id` is kept and made (then it is int_slots[id]).
 [[gnu::always_inline]] inline bool id_kept(uint32_t id) {
   return id < kIntCache && ((int_made[id >> 6] >> (id & 63)) & 1) != 0;
@@ -98,11 +138,8 @@ uint64_t int_made[kIntCache / 64];
 // id_object's way for an int not made yet, and for ids past the cache.
 [[gnu::noinline]] PyObject* make_id_object(uint32_t id) {
   if (id >= kIntCache) return PyLong_FromUnsignedLong(id);
-  if (int_slots == nullptr) {  // (a slot is read only once int_made says it holds an int)
-    int_slots = static_cast<IntSlot*>(
-        std::aligned_alloc(alignof(IntSlot), std::size_t{kIntCache} * sizeof(IntSlot)));
-    if (int_slots == nullptr) return PyErr_NoMemory();
-  }
+  // (a slot is read only once int_made says it holds an int)
+  if (!have_int_slots()) return PyErr_NoMemory();
   PyObject* obj = reinterpret_cast<PyObject*>(&int_slots[id]);
   PyObject* made = PyLong_FromUnsignedLong(id);
   if (made == nullptr) return nullptr;
@@ -142,6 +179,8 @@ PyObject* id_object(uint32_t id) {
   Py_INCREF(slot);
   return slot;
 }
+
+void take_int_slot_pages(std::size_t) {}  // (ints made one by one: no slots to take)
 #endif
 
 // Lists of this many ids or more get an item array that is not zeroed first. PyList_New
@@ -859,6 +898,7 @@ NB_MODULE(_core, m) {
             opt.ignore_merges = ignore_merges;
             opt.cache_capacity = cache_capacity;
             new (self) BPEModel(tokens, byte_symbols ? kept_ids : ids, to_merges(merges), opt);
+            take_int_slot_pages(ids.empty() ? 0 : *std::max_element(ids.begin(), ids.end()) + 1);
           },
           "tokens"_a, "ids"_a, "merges"_a, "unk_id"_a, "continuing_subword_prefix"_a,
           "end_of_word_suffix"_a, "end_of_word_marker_id"_a, "byte_fallback"_a, "fuse_unk"_a,
@@ -945,6 +985,7 @@ NB_MODULE(_core, m) {
           }
           ranks = std::move(file.ranks);
         }
+        take_int_slot_pages(ranks.empty() ? 0 : *std::max_element(ranks.begin(), ranks.end()) + 1);
         nb::object core = model != nullptr ? nb::cast(model, nb::rv_policy::take_ownership)
                                            : nb::none();
         nb::bytes packed(flat.data(), flat.size() * sizeof(uint32_t));
