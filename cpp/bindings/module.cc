@@ -135,17 +135,73 @@ void take_int_slot_pages(std::size_t n) {
   return id < kIntCache && ((int_made[id >> 6] >> (id & 63)) & 1) != 0;
 }
 
+// Kept ints past CPython's small ones (one digit each, every id below kIntCache being under
+// 2^30) are made from a template: a real int's bytes with the digit put in, where making each
+// with PyLong_FromUnsignedLong, copying it and freeing it again was 5% of a first pass over
+// code (cl100k_base: 20,000 ids met for the first time). Where the digit sits is found on a
+// real int, and checked on a second one before the template is used; if either fails (another
+// layout), every int is made as before.
+struct IntTemplate {
+  unsigned char bytes[sizeof(PyLongObject)];
+  std::size_t digit_at;  // where the one digit's 32 bits are
+  int state;             // 0: not looked at yet, 1: in use, 2: not usable
+};
+IntTemplate int_template;
+
+// The int `id` made at obj from the template; false if it cannot be (obj untouched).
+bool int_from_template(uint32_t id, PyObject* obj) {
+  constexpr uint32_t kFirst = 257;  // CPython's own small ints end before it
+  constexpr uint32_t kProbe = 0x5A5A5;
+  constexpr uint32_t kCheck = 0x3C3C3;
+  static_assert(kIntCache <= (uint32_t{1} << 30), "every kept id is one digit");
+  if (id < kFirst) return false;
+  IntTemplate& t = int_template;
+  if (t.state == 0) {
+    t.state = 2;
+    PyObject* probe = PyLong_FromUnsignedLong(kProbe);
+    PyObject* check = PyLong_FromUnsignedLong(kCheck);
+    if (probe != nullptr && check != nullptr) {
+      std::memcpy(t.bytes, static_cast<void*>(probe), sizeof(PyLongObject));
+      for (std::size_t at = sizeof(PyObject); at + 4 <= sizeof(PyLongObject); at += 4) {
+        uint32_t digit = 0;
+        std::memcpy(&digit, t.bytes + at, 4);
+        if (digit != kProbe) continue;
+        unsigned char trial[sizeof(PyLongObject)];
+        std::memcpy(trial, t.bytes, sizeof(trial));
+        std::memcpy(trial + at, &kCheck, 4);
+        // (the reference count aside; nothing past the digit is compared)
+        constexpr std::size_t kFrom = sizeof(Py_ssize_t);
+        if (std::memcmp(trial + kFrom, reinterpret_cast<unsigned char*>(check) + kFrom,
+                        at + 4 - kFrom) == 0) {
+          t.digit_at = at;
+          t.state = 1;
+        }
+        break;
+      }
+    }
+    Py_XDECREF(probe);
+    Py_XDECREF(check);
+    PyErr_Clear();  // (a failure only means the ints are made as before)
+  }
+  if (t.state != 1) return false;
+  std::memcpy(static_cast<void*>(obj), t.bytes, sizeof(PyLongObject));
+  std::memcpy(reinterpret_cast<unsigned char*>(obj) + t.digit_at, &id, 4);
+  return true;
+}
+
 // id_object's way for an int not made yet, and for ids past the cache.
 [[gnu::noinline]] PyObject* make_id_object(uint32_t id) {
   if (id >= kIntCache) return PyLong_FromUnsignedLong(id);
   // (a slot is read only once int_made says it holds an int)
   if (!have_int_slots()) return PyErr_NoMemory();
   PyObject* obj = reinterpret_cast<PyObject*>(&int_slots[id]);
-  PyObject* made = PyLong_FromUnsignedLong(id);
-  if (made == nullptr) return nullptr;
-  std::memcpy(static_cast<void*>(obj), made, sizeof(PyLongObject));
+  if (!int_from_template(id, obj)) {
+    PyObject* made = PyLong_FromUnsignedLong(id);
+    if (made == nullptr) return nullptr;
+    std::memcpy(static_cast<void*>(obj), made, sizeof(PyLongObject));
+    Py_DECREF(made);
+  }
   Py_SET_REFCNT(obj, kKeptReferences);  // (from 3.12, a copy of an immortal int stays immortal)
-  Py_DECREF(made);
   int_made[id >> 6] |= uint64_t{1} << (id & 63);
   if constexpr (kIntsCounted) Py_INCREF(obj);
   return obj;
