@@ -234,17 +234,12 @@ class BPEModel {
                            PieceCacheSet& set, std::vector<TokenSpan>& out) const;
   // The same for the ids path, where the piece is ASCII and ascii_merges_ holds: merged on
   // arrays of ids and token ends (merge_ascii); writes its ids at tok (room for one a byte)
-  // and returns how many. `pairs`: the calling thread's pair cache (pair_cache_of_thread);
-  // word_hash: hash_bytes(piece), for its lookup in the vocabulary.
+  // and returns how many. word_hash: hash_bytes(piece), for its lookup in the vocabulary.
   std::size_t encode_missed_ascii(std::string_view piece, const PieceKey& key,
-                                  PieceCacheSet& set, uint32_t* tok, PairCacheEntry* pairs,
-                                  uint64_t word_hash) const;
+                                  PieceCacheSet& set, uint32_t* tok, uint64_t word_hash) const;
   // ascii_merges_: merges an ASCII piece of at most 32 bytes as apply_merges does its bytes'
-  // symbols; writes its tokens' ids and ends (in the piece); returns how many. (The pair cache
-  // comes from the caller: found here, the thread-local was a call into the dynamic linker a
-  // piece, 0.7% of the instructions of a first pass over English.)
-  std::size_t merge_ascii(std::string_view piece, uint32_t* tok, uint32_t* ends,
-                          PairCacheEntry* pairs) const;
+  // symbols; writes its tokens' ids and ends (in the piece); returns how many.
+  std::size_t merge_ascii(std::string_view piece, uint32_t* tok, uint32_t* ends) const;
   // Writes the entry of key's piece (count tokens end to end: ids tok, ends `ends`) into set,
   // when the tokens fit in one (or, for an ASCII piece, in the word cache, which the entry
   // then names).
@@ -290,6 +285,9 @@ class BPEModel {
   // Defined in cpp/src/merge_lookup.h, which every file that calls it includes (inlined).
   inline bool find_merge(uint32_t left, uint32_t right, uint32_t& rank, uint32_t& result,
                          PairCacheEntry* cache) const;
+  // The merge of (left, right) packed as find_merge's (rank << 32 | result), or kNoMerge: the
+  // pair filter, then the merge table, without the pair cache (merge_ascii's lookups).
+  inline uint64_t merge_of(uint32_t left, uint32_t right) const;
 
   BPEOptions options_;
   uint64_t serial_;  // distinguishes this model's entries in the per-thread pair cache
