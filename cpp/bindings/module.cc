@@ -104,32 +104,6 @@ bool have_int_slots() {
   return int_slots != nullptr;
 }
 
-// Has the system give the pages of the slots of ids below n now, in one call, rather than a
-// fault at a time as the first lists meet their ids. A text meets ids all over a vocabulary:
-// a first pass over 4 MB of English met ids on every one of the 1,563 pages that o200k_base's
-// take (128 ids a page), so a process that makes lists of ids takes them all anyway (a first
-// pass's page faults 2,622 -> 1,059). Linux 5.14 on; elsewhere, or if refused, the pages come
-// at their first writes as before. With the GIL held.
-void take_int_slot_pages(std::size_t n) {
-#if defined(__linux__)
-  static std::size_t taken = 0;  // slots whose pages were asked for
-  n = std::min<std::size_t>(n, kIntCache);
-  if (n <= taken || !have_int_slots()) return;
-  const auto page = static_cast<std::uintptr_t>(sysconf(_SC_PAGESIZE));
-  const auto from = reinterpret_cast<std::uintptr_t>(int_slots + taken) & ~(page - 1);
-  const auto to = reinterpret_cast<std::uintptr_t>(int_slots + n);
-#if defined(MADV_POPULATE_WRITE)
-  constexpr int kPopulateWrite = MADV_POPULATE_WRITE;
-#else
-  constexpr int kPopulateWrite = 23;  // its value in Linux's uapi headers
-#endif
-  (void)madvise(reinterpret_cast<void*>(from), to - from, kPopulateWrite);
-  taken = n;
-#else
-  (void)n;
-#endif
-}
-
 // Whether the int `id` is kept and made (then it is int_slots[id]).
 [[gnu::always_inline]] inline bool id_kept(uint32_t id) {
   return id < kIntCache && ((int_made[id >> 6] >> (id & 63)) & 1) != 0;
@@ -149,12 +123,13 @@ struct IntTemplate {
 IntTemplate int_template;
 
 // The int `id` made at obj from the template; false if it cannot be (obj untouched).
+constexpr uint32_t kFirstTemplated = 257;  // CPython's own small ints end before it
+
 bool int_from_template(uint32_t id, PyObject* obj) {
-  constexpr uint32_t kFirst = 257;  // CPython's own small ints end before it
   constexpr uint32_t kProbe = 0x5A5A5;
   constexpr uint32_t kCheck = 0x3C3C3;
   static_assert(kIntCache <= (uint32_t{1} << 30), "every kept id is one digit");
-  if (id < kFirst) return false;
+  if (id < kFirstTemplated) return false;
   IntTemplate& t = int_template;
   if (t.state == 0) {
     t.state = 2;
@@ -207,6 +182,41 @@ bool int_from_template(uint32_t id, PyObject* obj) {
   return obj;
 }
 
+// The kept ints of ids below n (from CPython's small ones' end on), made now, when a model is
+// built, rather than one at a time as the first lists meet their ids. A text meets ids all
+// over a vocabulary: a first pass over 4 MB of English met ids on every one of the 1,563
+// pages that o200k_base's take (128 ids a page), so a process that makes lists of ids takes
+// those pages anyway. They are asked for in one call (MADV_POPULATE_WRITE, Linux 5.14 on:
+// a first pass's page faults 2,622 -> 1,059), and the ints written from the template (about
+// 1 ms for o200k_base's 200,000), where making each as a first pass met it was 6% of that
+// pass. Without a usable template the ints are made as they are met, as before. With the
+// GIL held.
+void make_kept_ints(std::size_t n) {
+  static std::size_t made_below = 0;
+  n = std::min<std::size_t>(n, kIntCache);
+  if (n <= made_below || !have_int_slots()) return;
+#if defined(__linux__)
+  const auto page = static_cast<std::uintptr_t>(sysconf(_SC_PAGESIZE));
+  const auto from = reinterpret_cast<std::uintptr_t>(int_slots + made_below) & ~(page - 1);
+  const auto to = reinterpret_cast<std::uintptr_t>(int_slots + n);
+#if defined(MADV_POPULATE_WRITE)
+  constexpr int kPopulateWrite = MADV_POPULATE_WRITE;
+#else
+  constexpr int kPopulateWrite = 23;  // its value in Linux's uapi headers
+#endif
+  (void)madvise(reinterpret_cast<void*>(from), to - from, kPopulateWrite);
+#endif
+  for (auto id = static_cast<uint32_t>(std::max<std::size_t>(made_below, kFirstTemplated));
+       id < n; ++id) {
+    if (id_kept(id)) continue;
+    PyObject* obj = reinterpret_cast<PyObject*>(&int_slots[id]);
+    if (!int_from_template(id, obj)) break;
+    Py_SET_REFCNT(obj, kKeptReferences);
+    int_made[id >> 6] |= uint64_t{1} << (id & 63);
+  }
+  made_below = n;
+}
+
 // A reference to the kept int `id` (id_kept holds; slots: int_slots).
 [[gnu::always_inline]] inline PyObject* kept_int(IntSlot* slots, uint32_t id) {
   PyObject* obj = reinterpret_cast<PyObject*>(&slots[id]);
@@ -236,7 +246,7 @@ PyObject* id_object(uint32_t id) {
   return slot;
 }
 
-void take_int_slot_pages(std::size_t) {}  // (ints made one by one: no slots to take)
+void make_kept_ints(std::size_t) {}  // (ints made one by one as they are met)
 #endif
 
 // Lists of this many ids or more get an item array that is not zeroed first. PyList_New
@@ -954,7 +964,7 @@ NB_MODULE(_core, m) {
             opt.ignore_merges = ignore_merges;
             opt.cache_capacity = cache_capacity;
             new (self) BPEModel(tokens, byte_symbols ? kept_ids : ids, to_merges(merges), opt);
-            take_int_slot_pages(ids.empty() ? 0 : *std::max_element(ids.begin(), ids.end()) + 1);
+            make_kept_ints(ids.empty() ? 0 : *std::max_element(ids.begin(), ids.end()) + 1);
           },
           "tokens"_a, "ids"_a, "merges"_a, "unk_id"_a, "continuing_subword_prefix"_a,
           "end_of_word_suffix"_a, "end_of_word_marker_id"_a, "byte_fallback"_a, "fuse_unk"_a,
@@ -1041,7 +1051,7 @@ NB_MODULE(_core, m) {
           }
           ranks = std::move(file.ranks);
         }
-        take_int_slot_pages(ranks.empty() ? 0 : *std::max_element(ranks.begin(), ranks.end()) + 1);
+        make_kept_ints(ranks.empty() ? 0 : *std::max_element(ranks.begin(), ranks.end()) + 1);
         nb::object core = model != nullptr ? nb::cast(model, nb::rv_policy::take_ownership)
                                            : nb::none();
         nb::bytes packed(flat.data(), flat.size() * sizeof(uint32_t));
