@@ -523,7 +523,18 @@ PieceCacheSet* shared_piece_cache() {
       // distinct pieces of a text. (The system zeroes each as it gives it: on this VM, 1 to
       // 17 ms for the four, which a first pass over 4 MB of English paid inside its 40 to 80
       // ms.) On small pages the table keeps its pages to the pieces' lines, as before.
-      if (huge_pages_on()) populate_pages(table, kFirstPieceSets * sizeof(PieceCacheSet));
+      if (huge_pages_on()) {
+        populate_pages(table, kFirstPieceSets * sizeof(PieceCacheSet));
+        // Then read through, a word a line: the system zeroes pages past the caches, where a
+        // first pass then met each set it looked up (half of them, over 4 MB of English) as
+        // a miss to memory. Read in order, the 8 MiB take 0.4 ms here (the first encode of a
+        // process 1.6 -> 2.0 ms); a first pass over English ran 5% faster.
+        const auto* words = static_cast<const volatile uint64_t*>(table);
+        uint64_t sum = 0;
+        constexpr std::size_t kWords = kFirstPieceSets * sizeof(PieceCacheSet) / 8;
+        for (std::size_t w = 0; w < kWords; w += 8) sum += words[w];
+        (void)sum;
+      }
       // Zeroed pages are empty entries (tag 0). Default-initialised, so nothing is written
       // (C++17's std::atomic has a trivial default constructor).
       return new (table) PieceCacheSet[kSets];
