@@ -7,6 +7,10 @@
 #include <emmintrin.h>
 #define TOKENMILL_TEXT_SSE2 1
 #endif
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+#include <immintrin.h>
+#define TOKENMILL_TEXT_AVX2 1
+#endif
 
 namespace tokenmill {
 
@@ -97,6 +101,41 @@ inline char* put_utf8(uint32_t c, std::size_t at, char* out) {
   return out;
 }
 
+#ifdef TOKENMILL_TEXT_AVX2
+// The run of ASCII units from in[0] as bytes at out, 32 units a step (AVX2, on processors that
+// have it: asked once); returns how many units it wrote, a multiple of 32. The blocks below
+// then take the rest, ASCII or not: on English kept as UCS-2 (a curly quote or a dash is
+// enough), most of a text is such runs, and 16 units a step was 6% of a first pass.
+template <typename Unit>
+__attribute__((target("avx2"))) std::size_t ascii_run_avx2(const Unit* in, std::size_t n,
+                                                           char* out) {
+  std::size_t i = 0;
+  if constexpr (sizeof(Unit) == 1) {
+    for (; n - i >= 32; i += 32) {
+      const __m256i v = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(in + i));
+      if (_mm256_movemask_epi8(v) != 0) break;
+      _mm256_storeu_si256(reinterpret_cast<__m256i*>(out + i), v);
+    }
+  } else if constexpr (sizeof(Unit) == 2) {
+    const __m256i high = _mm256_set1_epi16(static_cast<short>(0xFF80));
+    for (; n - i >= 32; i += 32) {
+      const __m256i a = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(in + i));
+      const __m256i b = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(in + i + 16));
+      if (_mm256_testz_si256(_mm256_or_si256(a, b), high) == 0) break;
+      // (the pack works within each 128-bit half: the 64-bit quarters are put back in order)
+      const __m256i packed = _mm256_permute4x64_epi64(_mm256_packus_epi16(a, b), 0xD8);
+      _mm256_storeu_si256(reinterpret_cast<__m256i*>(out + i), packed);
+    }
+  }
+  return i;
+}
+
+bool have_avx2() {
+  static const bool have = __builtin_cpu_supports("avx2") != 0;
+  return have;
+}
+#endif
+
 // in[0, n) as UTF-8 at out, which has room for the most that can take plus kSlack; returns the
 // bytes written. A block of ASCII is its 16 bytes; in a block with a few other characters the
 // ASCII between them is copied 16 bytes at a time (the next copy writes over the excess), and
@@ -105,7 +144,18 @@ template <typename Unit>
 std::size_t to_utf8(const Unit* in, std::size_t n, char* out) {
   char* const begin = out;
   std::size_t i = 0;
+#ifdef TOKENMILL_TEXT_AVX2
+  const bool wide = sizeof(Unit) <= 2 && have_avx2();
+#endif
   for (; n - i >= kBlock; i += kBlock) {
+#ifdef TOKENMILL_TEXT_AVX2
+    if (wide) {
+      const std::size_t run = ascii_run_avx2(in + i, n - i, out);
+      i += run;
+      out += run;
+      if (n - i < kBlock) break;
+    }
+#endif
     char bytes[kBlock * 2] = {};
     unsigned other = block_bytes(in + i, bytes);
     std::memcpy(out, bytes, kBlock);

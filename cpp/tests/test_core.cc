@@ -306,6 +306,53 @@ void test_scanners_on_broken_utf8() {
 
 // Code units of each width -> UTF-8, exactly: ASCII blocks of 16 and the characters between
 // them, a text ending inside a block, and a lone surrogate refused with its position.
+// Code units in runs of ASCII of every length around the 16- and 32-unit steps, between other
+// characters, at each width: the converter against one written a unit at a time.
+void test_code_unit_runs_to_utf8() {
+  // (bytes after the lead one, each 6 bits of the code point, the highest first)
+  auto reference = [](const std::vector<uint32_t>& cps) {
+    constexpr unsigned char kLead[4] = {0x00, 0xC0, 0xE0, 0xF0};
+    std::string out;
+    for (uint32_t c : cps) {
+      const int extra = c < 0x80 ? 0 : c < 0x800 ? 1 : c < 0x10000 ? 2 : 3;
+      out += static_cast<char>(kLead[extra] | (c >> (6 * extra)));
+      for (int k = extra - 1; k >= 0; --k) {
+        out += static_cast<char>(0x80 | ((c >> (6 * k)) & 0x3F));
+      }
+    }
+    return out;
+  };
+  std::mt19937 rng(11);
+  const uint32_t others[3][3] = {
+      {0xE9, 0xFF, 0x80}, {0xE9, 0x2019, 0x4E2D}, {0xE9, 0x4E2D, 0x1F600}};
+  for (int w = 0; w < 3; ++w) {
+    const int width = w == 0 ? 1 : w == 1 ? 2 : 4;
+    for (int round = 0; round < 300; ++round) {
+      std::vector<uint32_t> cps;
+      while (cps.size() < 200) {
+        const std::size_t run = rng() % 70;
+        for (std::size_t k = 0; k < run; ++k) {
+          cps.push_back(static_cast<uint32_t>('a' + rng() % 26));
+        }
+        cps.push_back(others[w][rng() % 3]);
+      }
+      cps.resize(rng() % cps.size());
+      std::string buffer;
+      std::string got;
+      if (width == 1) {
+        std::vector<uint8_t> units(cps.begin(), cps.end());
+        got = std::string(tokenmill::utf8_view({units.data(), units.size(), 1}, buffer));
+      } else if (width == 2) {
+        std::vector<uint16_t> units(cps.begin(), cps.end());
+        got = std::string(tokenmill::utf8_view({units.data(), units.size(), 2}, buffer));
+      } else {
+        got = std::string(tokenmill::utf8_view({cps.data(), cps.size(), 4}, buffer));
+      }
+      check(got == reference(cps), "runs of ASCII between other characters");
+    }
+  }
+}
+
 void test_code_units_to_utf8() {
   // A fresh buffer for each case, so the sanitizers see any write past what a case needs.
   auto convert = [](const tokenmill::TextRef& text) {
@@ -414,6 +461,7 @@ int main() {
   test_scanners_on_broken_utf8();
   test_utf8_never_reads_past_the_end();
   test_code_units_to_utf8();
+  test_code_unit_runs_to_utf8();
   test_encode_hostile_words();
   test_backtracking_reads_inside_the_piece();
   test_word_cache();
