@@ -22,11 +22,6 @@
 #include <utility>
 #include <vector>
 
-#if defined(__linux__)
-#include <sys/mman.h>
-#include <unistd.h>
-#endif
-
 #include "tokenmill/bert.h"
 #include "tokenmill/bpe.h"
 #include "tokenmill/bpe_trainer.h"
@@ -122,9 +117,9 @@ struct IntTemplate {
 };
 IntTemplate int_template;
 
-// The int `id` made at obj from the template; false if it cannot be (obj untouched).
 constexpr uint32_t kFirstTemplated = 257;  // CPython's own small ints end before it
 
+// The int `id` made at obj from the template; false if it cannot be (obj untouched).
 bool int_from_template(uint32_t id, PyObject* obj) {
   constexpr uint32_t kProbe = 0x5A5A5;
   constexpr uint32_t kCheck = 0x3C3C3;
@@ -154,9 +149,9 @@ bool int_from_template(uint32_t id, PyObject* obj) {
         break;
       }
     }
+    if (probe == nullptr || check == nullptr) PyErr_Clear();  // (the ints are made as before)
     Py_XDECREF(probe);
     Py_XDECREF(check);
-    PyErr_Clear();  // (a failure only means the ints are made as before)
   }
   if (t.state != 1) return false;
   std::memcpy(static_cast<void*>(obj), t.bytes, sizeof(PyLongObject));
@@ -195,17 +190,7 @@ void make_kept_ints(std::size_t n) {
   static std::size_t made_below = 0;
   n = std::min<std::size_t>(n, kIntCache);
   if (n <= made_below || !have_int_slots()) return;
-#if defined(__linux__)
-  const auto page = static_cast<std::uintptr_t>(sysconf(_SC_PAGESIZE));
-  const auto from = reinterpret_cast<std::uintptr_t>(int_slots + made_below) & ~(page - 1);
-  const auto to = reinterpret_cast<std::uintptr_t>(int_slots + n);
-#if defined(MADV_POPULATE_WRITE)
-  constexpr int kPopulateWrite = MADV_POPULATE_WRITE;
-#else
-  constexpr int kPopulateWrite = 23;  // its value in Linux's uapi headers
-#endif
-  (void)madvise(reinterpret_cast<void*>(from), to - from, kPopulateWrite);
-#endif
+  tokenmill::populate_pages(int_slots + made_below, (n - made_below) * sizeof(IntSlot));
   for (auto id = static_cast<uint32_t>(std::max<std::size_t>(made_below, kFirstTemplated));
        id < n; ++id) {
     if (id_kept(id)) continue;

@@ -482,17 +482,6 @@ bool huge_pages_on() {
   setting[got] = '\0';
   return got > 0 && std::strstr(setting, "[never]") == nullptr;
 }
-
-// Has the system give the pages of [at, at + bytes) now (zeroed), not at their first writes
-// (Linux 5.14 on; before, or if refused, they come at their first writes).
-void populate_pages(void* at, std::size_t bytes) {
-#if defined(MADV_POPULATE_WRITE)
-  constexpr int kPopulateWrite = MADV_POPULATE_WRITE;
-#else
-  constexpr int kPopulateWrite = 23;  // its value in Linux's uapi headers
-#endif
-  (void)madvise(at, bytes, kPopulateWrite);
-}
 #endif
 
 // The cache, allocated on first use, never freed (threads may use it until the process ends).

@@ -46,21 +46,22 @@ struct PairCacheEntry {
 inline constexpr int kPairCacheBits = 12;
 inline constexpr std::size_t kPairCacheSize = std::size_t{1} << kPairCacheBits;
 
+inline bool BPEModel::may_merge(uint64_t key) const {
+  const uint64_t bit = pair_filter_bit(key);
+  return ((pair_filter_[bit >> 6] >> (bit & 63)) & 1) != 0;
+}
+
 inline uint64_t BPEModel::merge_of(uint32_t left, uint32_t right) const {
   const uint64_t key = pair_key(left, right);
-  const uint64_t bit = pair_filter_bit(key);
   uint64_t packed = kNoMerge;
-  if (((pair_filter_[bit >> 6] >> (bit & 63)) & 1) != 0 && !merges_.find(key, packed)) {
-    packed = kNoMerge;
-  }
+  if (may_merge(key) && !merges_.find(key, packed)) packed = kNoMerge;
   return packed;
 }
 
 inline bool BPEModel::find_merge(uint32_t left, uint32_t right, uint32_t& rank,
                                  uint32_t& result, PairCacheEntry* cache) const {
   const uint64_t key = pair_key(left, right);
-  const uint64_t bit = pair_filter_bit(key);
-  if (((pair_filter_[bit >> 6] >> (bit & 63)) & 1) == 0) return false;
+  if (!may_merge(key)) return false;
   PairCacheEntry& slot = cache[(key * kPairHashMul) >> (64 - kPairCacheBits)];
   uint64_t packed = 0;
   if (slot.model == serial_ && slot.key == key) {

@@ -109,6 +109,7 @@ inline char* put_utf8(uint32_t c, std::size_t at, char* out) {
 template <typename Unit>
 __attribute__((target("avx2"))) std::size_t ascii_run_avx2(const Unit* in, std::size_t n,
                                                            char* out) {
+  static_assert(sizeof(Unit) <= 2, "Latin-1 or UCS-2 units");
   std::size_t i = 0;
   if constexpr (sizeof(Unit) == 1) {
     for (; n - i >= 32; i += 32) {
@@ -116,7 +117,7 @@ __attribute__((target("avx2"))) std::size_t ascii_run_avx2(const Unit* in, std::
       if (_mm256_movemask_epi8(v) != 0) break;
       _mm256_storeu_si256(reinterpret_cast<__m256i*>(out + i), v);
     }
-  } else if constexpr (sizeof(Unit) == 2) {
+  } else {
     const __m256i high = _mm256_set1_epi16(static_cast<short>(0xFF80));
     for (; n - i >= 32; i += 32) {
       const __m256i a = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(in + i));
@@ -149,11 +150,13 @@ std::size_t to_utf8(const Unit* in, std::size_t n, char* out) {
 #endif
   for (; n - i >= kBlock; i += kBlock) {
 #ifdef TOKENMILL_TEXT_AVX2
-    if (wide) {
-      const std::size_t run = ascii_run_avx2(in + i, n - i, out);
-      i += run;
-      out += run;
-      if (n - i < kBlock) break;
+    if constexpr (sizeof(Unit) <= 2) {
+      if (wide) {
+        const std::size_t run = ascii_run_avx2(in + i, n - i, out);
+        i += run;
+        out += run;
+        if (n - i < kBlock) break;
+      }
     }
 #endif
     char bytes[kBlock * 2] = {};

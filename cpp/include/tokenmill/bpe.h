@@ -288,6 +288,8 @@ class BPEModel {
   // The merge of (left, right) packed as find_merge's (rank << 32 | result), or kNoMerge: the
   // pair filter, then the merge table, without the pair cache (merge_ascii's lookups).
   inline uint64_t merge_of(uint32_t left, uint32_t right) const;
+  // False if the pair filter says the pair (pair_key) has no merge.
+  inline bool may_merge(uint64_t key) const;
 
   BPEOptions options_;
   uint64_t serial_;  // distinguishes this model's entries in the per-thread pair cache
