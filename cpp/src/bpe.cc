@@ -6,7 +6,6 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
-#include <mutex>
 #include <new>
 #include <memory>
 #include <functional>
@@ -439,10 +438,9 @@ constexpr std::size_t kPieceTokens = 4;
 constexpr unsigned kWordCacheMark = 0xFF;  // an entry's token count: "in the word cache"
 // An entry's token count: "the ids are in the model's long_entry_ids_" (keep_long_entry).
 constexpr unsigned kLongEntryMark = 0xFE;
-// Sets of two lines: 8 MiB in use at first, 16 MiB once the first quarter has lost enough
-// pieces to others that met them in a full set (kPieceGrowAfter), 32 MiB once the first half
-// has lost enough more.
-constexpr unsigned kPieceCacheBits = 18;
+// Sets of two lines: 8 MiB in use at first, 16 MiB once the first half has lost enough pieces
+// to others that met them in a full set (kPieceGrowAfter).
+constexpr unsigned kPieceCacheBits = 17;
 constexpr uint64_t kFirstPieceSets = uint64_t{1} << 16;
 }  // namespace
 struct alignas(64) PieceCacheEntry {
@@ -488,10 +486,10 @@ bool huge_pages_on() {
 
 // The cache, allocated on first use, never freed (threads may use it until the process ends).
 // On Linux it is fresh zeroed pages from mmap, asked to be 2 MiB ones: every lookup lands on a
-// random line of the table, and with 4 KiB pages most also missed the TLB. The first quarter's
+// random line of the table, and with 4 KiB pages most also missed the TLB. The first half's
 // pages are taken with the table where those are 2 MiB pages (below), else as they are first
 // written, so a process that encodes little does not hold the whole table; one whose pieces fit
-// in the first quarter never touches the rest.
+// in the first half never touches the second.
 PieceCacheSet* shared_piece_cache() {
   static PieceCacheSet* const cache = [] {
     constexpr std::size_t kSets = std::size_t{1} << kPieceCacheBits;
@@ -508,7 +506,7 @@ PieceCacheSet* shared_piece_cache() {
 #if defined(MADV_HUGEPAGE)
       madvise(table, kBytes, MADV_HUGEPAGE);  // a hint: the kernel may keep small pages
 #endif
-      // On 2 MiB pages, the first quarter's four are all written within the first few dozen
+      // On 2 MiB pages, the first half's four are all written within the first few dozen
       // distinct pieces any process meets (each at a line at random; one sentence of ten
       // pieces took all four): they are taken now, with the table, rather than by the first
       // distinct pieces of a text. (The system zeroes each as it gives it: on this VM, 1 to
@@ -576,29 +574,24 @@ inline bool key_is_ascii(const PieceKey& k) {
 
 constexpr uint64_t kVersionOne = uint64_t{1} << 32;  // an entry's version step
 
-// A set's number is 16 bits of its piece's hash (bits 46 to 61) at first, 17 (46 to 62) once
-// the table has grown, kPieceCacheBits (46 to 63) once it has grown again: each time, after
-// kPieceGrowAfter pieces (then twice as many more) lost their place. A piece's set is then the
-// one it had, or its twin as many sets on as there were. The mask is of the set's offset in
-// bytes, so a lookup costs no instruction more than a table of one size. An entry is found by
-// its key wherever it is, so a batch that read the mask before a change still finds and writes
-// entries correctly.
+// A set's number is 16 bits of its piece's hash (bits 47 to 62) at first, kPieceCacheBits (47
+// to 63) once the table has grown, which it does once, after kPieceGrowAfter pieces lost their
+// place: a piece's set is then the one it had, or its twin 2^16 sets on. The mask is of the
+// set's offset in bytes, so a lookup costs no instruction more than a table of one size. An
+// entry is found by its key wherever it is, so a batch that read the mask before the change
+// still finds and writes entries correctly.
 constexpr unsigned kSetBytesLog2 = 7;
 static_assert(sizeof(PieceCacheSet) == std::size_t{1} << kSetBytesLog2, "a set's size");
 constexpr uint64_t kFirstPieceMask = (kFirstPieceSets - 1) << kSetBytesLog2;
-constexpr uint64_t kLastPieceMask = ((uint64_t{1} << kPieceCacheBits) - 1) << kSetBytesLog2;
+constexpr uint64_t kGrownPieceMask = ((uint64_t{1} << kPieceCacheBits) - 1) << kSetBytesLog2;
 std::atomic<uint64_t> piece_set_mask{kFirstPieceMask};
 // Pieces whose entry went to a set with both ways taken by the same model (one of them lost),
-// counted until the table has grown to its last size: it grows at an eighth of the first sets,
-// and again at an eighth of the sets of the second size more. 4 MB of English, some 32,000
+// counted until the table grows, at an eighth of the first sets. 4 MB of English, some 32,000
 // distinct pieces, lose about 1,900 in their first pass and 2,500 in each pass after it (a set
-// of two ways that three of its pieces meet). Text in 26 languages, 150,000 distinct short
-// pieces, gets to the first growth before halfway through its first pass; at the second size
-// it still lost 32,000 pieces a pass (7,600 merged again as ASCII, 24,500 from whole
-// characters), a seventh of the time of a pass over it.
+// of two ways that three of its pieces meet); text in 26 languages, 150,000 distinct short
+// pieces, gets there before halfway through its first pass.
 std::atomic<uint64_t> piece_losses{0};
 constexpr uint64_t kPieceGrowAfter = kFirstPieceSets / 8;
-constexpr uint64_t kPieceGrowAgainAfter = kPieceGrowAfter + 2 * kFirstPieceSets / 8;
 
 // The table and the mask of its sets in use, read once for a batch of pieces.
 struct PieceTable {
@@ -614,8 +607,8 @@ inline PieceCacheSet& piece_slot(const PieceTable& table, const PieceKey& k) {
   return *reinterpret_cast<PieceCacheSet*>(reinterpret_cast<char*>(table.sets) + offset);
 }
 
-// Whether an entry is in the set its key's hash names now: not a copy left in the sets in use
-// before the table grew, nor an entry written there by a batch that had read the old mask. Such
+// Whether an entry is in the set its key's hash names now: not a copy left in the first half
+// when the table grew, nor an entry written there by a batch that had read the old mask. Such
 // an entry is never met again and is written over as if its way were free. (Read without the
 // entry's version: a writer at it may make the answer wrong, which costs a piece its entry or
 // its place, no more.)
@@ -669,21 +662,16 @@ inline void piece_write(PieceCacheEntry& e, uint32_t tag, const PieceKey& k, uin
   e.word[0].store((version << 32) | tag, std::memory_order_release);
 }
 
-// Doubles the sets in use. Each entry of the sets in use (of any model) whose piece's set is
-// now the twin is copied there first, so growing costs no piece its entry (a first pass went on
-// to meet half the pieces of the text so far as new). Run by the thread whose loss reached
-// kPieceGrowAfter or kPieceGrowAgainAfter, one growth at a time, while the others go on in the
-// sets in use (the new ones have no other writer until the mask is stored).
+// Opens the second half of the table. Each entry of the first half (of any model) whose piece's
+// set is now the twin is copied there first, so growing costs no piece its entry (a first pass
+// went on to meet half the pieces of the text so far as new). Run once, by the thread whose
+// loss reached kPieceGrowAfter, while the others go on in the first half (the second has no
+// other writer until the mask is stored).
 void grow_piece_table() {
-  static std::mutex growing;
-  std::lock_guard<std::mutex> lock(growing);
   constexpr auto relaxed = std::memory_order_relaxed;
-  const uint64_t mask = piece_set_mask.load(relaxed);
-  if (mask == kLastPieceMask) return;
-  const uint64_t in_use = (mask >> kSetBytesLog2) + 1;
   PieceCacheSet* const sets = shared_piece_cache();
-  const PieceTable grown{sets, (mask << 1) | (uint64_t{1} << kSetBytesLog2)};
-  for (uint64_t s = 0; s < in_use; ++s) {
+  const PieceTable grown{sets, kGrownPieceMask};
+  for (uint64_t s = 0; s < kFirstPieceSets; ++s) {
     std::size_t used = 0;  // ways written in the twin
     for (const PieceCacheEntry& e : sets[s].way) {
       // Read whole, as piece_read does (an entry being written is left).
@@ -698,18 +686,18 @@ void grow_piece_table() {
       if (e.word[0].load(relaxed) != head) continue;
       k.hash = piece_hash(k, meta & 0xFF);
       PieceCacheSet& to = piece_slot(grown, k);
-      if (&to != &sets[s + in_use]) continue;  // stays (or is out of place)
+      if (&to != &sets[s + kFirstPieceSets]) continue;  // stays (or is out of place)
       piece_write(to.way[used++], static_cast<uint32_t>(head), k, meta, ids01, ids23);
     }
   }
-  piece_set_mask.store(grown.mask, std::memory_order_release);
+  piece_set_mask.store(kGrownPieceMask, std::memory_order_release);
 }
 
-// Counts a piece lost from a full set, and grows the table at the kPieceGrowAfter-th and the
-// kPieceGrowAgainAfter-th.
+// Counts a piece lost from a full set, and grows the table at the kPieceGrowAfter-th.
 inline void count_piece_loss() {
-  const uint64_t lost = piece_losses.fetch_add(1, std::memory_order_relaxed) + 1;
-  if (lost == kPieceGrowAfter || lost == kPieceGrowAgainAfter) grow_piece_table();
+  if (piece_losses.fetch_add(1, std::memory_order_relaxed) + 1 == kPieceGrowAfter) {
+    grow_piece_table();
+  }
 }
 
 }  // namespace
@@ -978,7 +966,7 @@ void BPEModel::keep_piece(std::string_view piece, const PieceKey& key, PieceCach
            long_entry_held(e.word[6].load(std::memory_order_relaxed));
   };
   const bool first_taken = taken(set.way[0]);
-  if (first_taken && table.mask != kLastPieceMask && taken(set.way[1])) count_piece_loss();
+  if (first_taken && table.mask == kFirstPieceMask && taken(set.way[1])) count_piece_loss();
   piece_write(set.way[first_taken ? 1 : 0], tag, key, meta, ids[0], ids[1]);
 }
 
