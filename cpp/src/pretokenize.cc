@@ -419,10 +419,12 @@ void scan_text(SplitPattern pattern, const S& s, std::vector<uint32_t>& ends) {
 }
 
 #ifdef TOKENMILL_SSE2
-// Sixty-four bytes as bit masks (bit j for byte j): ASCII letters, ASCII digits, uppercase
-// ASCII letters, spaces (' ' only), punctuation (printable ASCII punctuation but the
-// apostrophe, which may start a contraction, and the three bytes of each quote or dash below),
-// \r and \n, the first bytes of those quotes and dashes, and the other bytes of 0x80 and over.
+// Sixty-four bytes as bit masks (bit j for byte j): letters (ASCII ones, and both bytes of
+// each Latin-1 letter, U+00C0 to U+00FF but the signs U+00D7 and U+00F7), ASCII digits,
+// uppercase letters (of those), spaces (' ' only), punctuation (printable ASCII punctuation but
+// the apostrophe, which may start a contraction, and the three bytes of each quote or dash
+// below), \r and \n, the first bytes of those quotes and dashes, and the other bytes of 0x80
+// and over.
 struct Block64 {
   uint64_t letter;
   uint64_t digit;
@@ -493,13 +495,36 @@ inline Block64 classify64(const unsigned char* p) {
   }
   if (b.high == 0) return b;  // (most blocks of English and code)
   // Each E2 80 xx of prose punctuation wholly in the block (its first byte at 61 at most) is
-  // punctuation, three bytes of it.
+  // punctuation, three bytes of it. Each Latin-1 letter wholly in the block (C3 80 to C3 BF,
+  // its first byte at 62 at most) is a letter, two bytes of it, and uppercase up to C3 9E.
+  // (The accented words of French, Spanish, Portuguese or German took the general path
+  // before, one character at a time, and with them the pieces before and after them.)
   const __m128i e2 = _mm_set1_epi8(static_cast<char>(0xE2));
+  const __m128i c3 = _mm_set1_epi8(static_cast<char>(0xC3));
+  const __m128i past_continuation = _mm_set1_epi8(static_cast<char>(0xC0));  // (signed)
+  const __m128i past_upper = _mm_set1_epi8(static_cast<char>(0x9F));
+  const __m128i times = _mm_set1_epi8(static_cast<char>(0x97));   // U+00D7
+  const __m128i divide = _mm_set1_epi8(static_cast<char>(0xB7));  // U+00F7
   uint64_t lead = 0;
+  uint64_t latin_lead = 0;
+  uint64_t second = 0;  // second bytes of a Latin-1 letter
+  uint64_t second_upper = 0;
   for (int k = 0; k < 4; ++k) {
-    const __m128i v = _mm_loadu_si128(reinterpret_cast<const __m128i*>(p + 16 * k));
-    lead |= mask(_mm_cmpeq_epi8(v, e2)) << (16 * k);
+    const int shift = 16 * k;
+    const __m128i v = _mm_loadu_si128(reinterpret_cast<const __m128i*>(p + shift));
+    lead |= mask(_mm_cmpeq_epi8(v, e2)) << shift;
+    latin_lead |= mask(_mm_cmpeq_epi8(v, c3)) << shift;
+    // (0x80 to 0xBF are the signed bytes below 0xC0)
+    const __m128i sign = _mm_or_si128(_mm_cmpeq_epi8(v, times), _mm_cmpeq_epi8(v, divide));
+    second |= mask(_mm_andnot_si128(sign, _mm_cmplt_epi8(v, past_continuation))) << shift;
+    second_upper |=
+        mask(_mm_andnot_si128(_mm_cmpeq_epi8(v, times), _mm_cmplt_epi8(v, past_upper))) << shift;
   }
+  const uint64_t latin = latin_lead & (second >> 1);
+  const uint64_t latin_upper = latin_lead & (second_upper >> 1);
+  b.letter |= latin | latin << 1;
+  b.upper |= latin_upper | latin_upper << 1;
+  b.high &= ~(latin | latin << 1);
   lead &= (uint64_t{1} << 62) - 1;
   while (lead != 0) {
     const unsigned j = static_cast<unsigned>(__builtin_ctzll(lead));
@@ -517,9 +542,9 @@ inline Block64 classify64(const unsigned char* p) {
 // returned; 0 when the first piece is none of these. text_end: 0, or the bit of the block where
 // the text ends (the bytes from there on are zeros). cl100k_family: the pattern is
 // cl100k_base's or o200k_base's, not GPT-2's. The pieces:
-// - a word " ?[A-Za-z]+" (a space and letters; the first may lack the space). With split_case
-//   (o200k_base) a letter run is cut where an uppercase letter follows a lowercase one
-//   ([A-Z]*[a-z]+ and [A-Z]+[a-z]* in ASCII);
+// - a word " ?[A-Za-z]+" (a space and letters, Latin-1's too; the first may lack the space).
+//   With split_case (o200k_base) a letter run is cut where an uppercase letter follows a
+//   lowercase one ([A-Z]*[a-z]+ and [A-Z]+[a-z]*, every letter here being Lu or Ll);
 // - a run of spaces before a word or punctuation, but its last space (\s+(?!\S));
 // - a run of punctuation, or a space and one, ending before a space, a letter, the text's end
 //   or (with cl100k_family) the newlines its piece takes ([\r\n]* in cl100k_base, [\r\n/]* in

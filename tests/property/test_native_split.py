@@ -22,7 +22,8 @@ PATTERNS = sorted(NATIVE_PATTERNS.items())
 # Characters that sit on the patterns' edges: contractions (and U+017F, which (?i) folds to
 # s), \r \n and other spaces, marks, title case, modifier letters, numbers of all kinds.
 TRICKY = ("aAbZ 'sStTdDmMlLvVeErR\u017f\t\n\r\x0b\x0c\x1c\x85\u00a0\u2028\u3000,./!?0123"
-          "\u00bd\u0663\u2166\u00e9\u00c9\u0301\u05b9\u4e2d\u01c5\u02b0\u3005\U0001F600\u200d-_()")
+          "\u00bd\u0663\u2166\u00e9\u00c9\u0301\u05b9\u4e2d\u01c5\u02b0\u3005\U0001F600\u200d-_()"
+          "\u00c0\u00de\u00df\u00ff\u00d7\u00f7\u0100")
 tricky_text = st.text(st.sampled_from(TRICKY), max_size=16)
 any_text = st.text(st.characters(exclude_categories=("Cs",)), max_size=40)
 
@@ -172,8 +173,23 @@ number_stream = st.lists(
 ).map("".join)
 
 
+# Words of Latin-1 letters (U+00C0 to U+00FF, which the byte scanners' masks take as letters of
+# two bytes, uppercase to U+00DE) among ASCII ones, with what may sit beside them: the two signs
+# of that range (U+00D7, U+00F7), a mark that goes on with a word (U+0301), letters just past
+# it (U+0100, U+017F) and before it (U+00AA, U+00B5, U+00BA), and an apostrophe.
+LATIN = "\u00c0\u00c9\u00d6\u00d8\u00de\u00df\u00e0\u00e9\u00f6\u00f8\u00ff"
+latin_stream = st.lists(
+    st.tuples(st.sampled_from([" "] * 6 + ["", "\n", "(", "\u201c", "'", ". "]),
+              st.text(st.sampled_from("abcxyzABCXYZ" + LATIN * 2), min_size=1, max_size=12),
+              st.sampled_from(["", "", "", ",", ".", "'s", "\u00d7", "\u00f7", "\u0301",
+                               "\u0100", "\u017f", "\u00aa", "\u00b5", "\u00ba", "9"])),
+    min_size=8, max_size=40,
+).map(lambda words: "".join(sep + word + tail for sep, word, tail in words))
+
+
 @settings(max_examples=9500)
-@given(st.one_of(word_stream, code_stream, prose_stream, number_stream), st.integers(0, 3))
+@given(st.one_of(word_stream, code_stream, prose_stream, number_stream, latin_stream),
+       st.integers(0, 3))
 def test_utf8_scanners_on_streams_of_words_code_prose_and_numbers(text, skip):
     text = text[skip:]
     for pattern, scanner in PATTERNS:
@@ -193,6 +209,11 @@ def test_utf8_scanners_on_streams_of_words_code_prose_and_numbers(text, skip):
     "word\n\n\u201cNext\u201d\n/ x.\n/y",            # newlines before a quote; a slash after them
     "a\u2028b \u2030c\u200bd\u201d",                 # E2 80 xx that are not prose punctuation
     "x" * 70 + ".\u201d",                           # the text's end after a block's worth
+    "Des scientifiques de l\u2019\u00e9cole de m\u00e9decine ont annonc\u00e9 la "
+    "cr\u00e9ation d'un nouvel outil \u00c0 \u00c9COLE \u00e9T\u00c9 \u00dcber Stra\u00dfe "
+    "\u00d7 3 \u00f72 \u00e9\u0301t\u00e9 caf\u00e9",  # Latin-1 letters, in blocks
+    "a" * 62 + "\u00e9" + "b" * 10,                  # a letter across a block's edge
+    "a" * 63 + "\u00e9" + "b" * 10,
 ])
 def test_utf8_scanner_examples(text):
     for pattern, scanner in PATTERNS:
