@@ -325,11 +325,12 @@ FlatIds encode_texts_flat(const BPEModel& model, SplitPattern pattern,
   // Each block's ids in its own buffer; with one block, that buffer is the result.
   std::vector<Encoded> parts(blocks);
   if (blocks == 1 && keep_ids) {
-    // Room for an id a code unit, a guess most text stays under (English 0.2, Chinese about
-    // 0.7 with cl100k_base, text in 26 languages 0.8), so the one buffer is rarely copied to
-    // grow (append_text doubles it where the guess falls short). A bound (a token a UTF-8 byte)
-    // would ask for over twice as much: past 32 MiB, glibc maps every such buffer afresh, and a
-    // pass over 4 MB of English then took a thousand page faults more than before.
+    // Room for an id a code unit, a guess most text stays under (with cl100k_base, English
+    // 0.24, text in 26 languages 0.87), so the one buffer is rarely copied to grow
+    // (append_text doubles it where the guess falls short: Chinese, 1.37). A bound (a token a
+    // UTF-8 byte) would ask for over twice as much: past 32 MiB, glibc maps every such buffer
+    // afresh, and a pass over 4 MB of English then took a thousand page faults more than
+    // before.
     std::size_t units = 0;
     for (const TextRef& t : texts) units += t.length + 1;
     try {
