@@ -77,9 +77,10 @@ def main(argv: list[str] | None = None) -> int:
     for metric in ("first", "seen"):
         a = [run[metric] for run in runs["a"]]
         b = [run[metric] for run in runs["b"]]
-        print(f"{args.encoding} {args.input} {args.call} {metric:5s} MB/s: A best {max(a):6.1f} median "
-              f"{statistics.median(a):6.1f} | B best {max(b):6.1f} median "
-              f"{statistics.median(b):6.1f} | B/A best {max(b) / max(a):.3f} median "
+        print(f"{args.encoding} {args.input} {args.call} {metric:5s} MB/s: "
+              f"A best {max(a):6.1f} median {statistics.median(a):6.1f} | "
+              f"B best {max(b):6.1f} median {statistics.median(b):6.1f} | "
+              f"B/A best {max(b) / max(a):.3f} median "
               f"{statistics.median(b) / statistics.median(a):.3f}")
     return 0
 

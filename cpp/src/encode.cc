@@ -133,11 +133,17 @@ class Pool {
 // encode_text's own guess, a token every three bytes, is passed by text in many scripts
 // (cl100k_base reads 0.47 tokens a byte in 26 languages), and the buffer then grew inside the
 // text too, by copies of every id before it. In a pass over those languages, 21 MB of ids were
-// copied for 10.7 MB kept, with fresh pages for every copy.
+// copied for 10.7 MB kept, with fresh pages for every copy. (Room the system refuses, for a
+// text of gigabytes, is left to encode_text's guess and growth, as before.)
 void append_text(const BPEModel& model, SplitPattern pattern, std::string_view text,
                  Encoded& out) {
   const std::size_t need = out.ids.size() + text.size() + 1;
-  if (need > out.ids.capacity()) out.ids.reserve(std::max(need, 2 * out.ids.capacity()));
+  if (need > out.ids.capacity()) {
+    try {
+      out.ids.reserve(std::max(need, 2 * out.ids.capacity()));
+    } catch (const std::bad_alloc&) {
+    }
+  }
   encode_text(model, pattern, text, false, out);
 }
 
@@ -332,7 +338,7 @@ FlatIds encode_texts_flat(const BPEModel& model, SplitPattern pattern,
     // afresh, and a pass over 4 MB of English then took a thousand page faults more than
     // before.
     std::size_t units = 0;
-    for (const TextRef& t : texts) units += t.length + 1;
+    for (const TextRef& t : texts) units += t.length + 1;  // (and a separator each)
     try {
       parts[0].ids.reserve(units);
     } catch (const std::bad_alloc&) {  // (the buffer grows as the ids come)

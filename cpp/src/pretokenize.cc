@@ -515,10 +515,10 @@ inline Block64 classify64(const unsigned char* p) {
     lead |= mask(_mm_cmpeq_epi8(v, e2)) << shift;
     latin_lead |= mask(_mm_cmpeq_epi8(v, c3)) << shift;
     // (0x80 to 0xBF are the signed bytes below 0xC0)
-    const __m128i sign = _mm_or_si128(_mm_cmpeq_epi8(v, times), _mm_cmpeq_epi8(v, divide));
+    const __m128i is_times = _mm_cmpeq_epi8(v, times);
+    const __m128i sign = _mm_or_si128(is_times, _mm_cmpeq_epi8(v, divide));
     second |= mask(_mm_andnot_si128(sign, _mm_cmplt_epi8(v, past_continuation))) << shift;
-    second_upper |=
-        mask(_mm_andnot_si128(_mm_cmpeq_epi8(v, times), _mm_cmplt_epi8(v, past_upper))) << shift;
+    second_upper |= mask(_mm_andnot_si128(is_times, _mm_cmplt_epi8(v, past_upper))) << shift;
   }
   const uint64_t latin = latin_lead & (second >> 1);
   const uint64_t latin_upper = latin_lead & (second_upper >> 1);

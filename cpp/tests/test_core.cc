@@ -304,8 +304,6 @@ void test_scanners_on_broken_utf8() {
   }
 }
 
-// Code units of each width -> UTF-8, exactly: ASCII blocks of 16 and the characters between
-// them, a text ending inside a block, and a lone surrogate refused with its position.
 // Code units in runs of ASCII of every length around the 16- and 32-unit steps, between other
 // characters, at each width: the converter against one written a unit at a time.
 void test_code_unit_runs_to_utf8() {
@@ -353,6 +351,8 @@ void test_code_unit_runs_to_utf8() {
   }
 }
 
+// Code units of each width -> UTF-8, exactly: ASCII blocks of 16 and the characters between
+// them, a text ending inside a block, and a lone surrogate refused with its position.
 void test_code_units_to_utf8() {
   // A fresh buffer for each case, so the sanitizers see any write past what a case needs.
   auto convert = [](const tokenmill::TextRef& text) {
