@@ -419,12 +419,13 @@ void scan_text(SplitPattern pattern, const S& s, std::vector<uint32_t>& ends) {
 }
 
 #ifdef TOKENMILL_SSE2
-// Sixty-four bytes as bit masks (bit j for byte j): letters (ASCII ones, and both bytes of
-// each Latin-1 letter, U+00C0 to U+00FF but the signs U+00D7 and U+00F7), ASCII digits,
-// uppercase letters (of those), spaces (' ' only), punctuation (printable ASCII punctuation but
-// the apostrophe, which may start a contraction, and the three bytes of each quote or dash
-// below), \r and \n, the first bytes of those quotes and dashes, and the other bytes of 0x80
-// and over.
+// Sixty-four bytes as bit masks (bit j for byte j): letters (ASCII ones, both bytes of each
+// Latin-1 letter, U+00C0 to U+00FF but the signs U+00D7 and U+00F7, and both bytes of the
+// other letters of two bytes up to the first character that is not one; with split_case, not
+// those of neither case), ASCII digits, uppercase letters (of those), spaces (' ' only),
+// punctuation (printable ASCII punctuation but the apostrophe, which may start a contraction,
+// and the three bytes of each quote or dash below), \r and \n, the first bytes of those
+// quotes and dashes, and the other bytes of 0x80 and over.
 struct Block64 {
   uint64_t letter;
   uint64_t digit;
@@ -435,6 +436,27 @@ struct Block64 {
   uint64_t quote;
   uint64_t high;
 };
+
+// The letters of two bytes in UTF-8 (U+0080 to U+07FF), by code point, as the scanners' tables
+// class them: kTwoLetter for \p{L}; with kTwoUpper, one of o200k_base's upper class only
+// (\p{Lu}, \p{Lt}); with kTwoCaseless, of both its classes (\p{Lm}, \p{Lo}). A letter with
+// neither is lowercase (\p{Ll}). Cyrillic, Greek, Armenian, Hebrew, Arabic and the Latin
+// letters past Latin-1 (Turkish, Polish, Czech) are here.
+enum : uint8_t { kTwoLetter = 1, kTwoUpper = 2, kTwoCaseless = 4 };
+struct TwoByteLetters {
+  uint8_t of[0x800];
+  TwoByteLetters() : of() {
+    for (uint32_t cp = 0x80; cp < 0x800; ++cp) {
+      const uint8_t f = uc::flags(cp);
+      if ((f & uc::kLetter) == 0) continue;
+      const bool upperish = (f & uc::kUpperish) != 0;
+      const bool lowerish = (f & uc::kLowerish) != 0;
+      of[cp] = static_cast<uint8_t>(kTwoLetter | (upperish && !lowerish ? kTwoUpper : 0) |
+                                    (upperish && lowerish ? kTwoCaseless : 0));
+    }
+  }
+};
+const TwoByteLetters two_byte_letters;
 
 // The third byte of E2 80 xx for the punctuation of English prose beyond ASCII, a character
 // of [^\s\p{L}\p{N}] each: en and em dashes (U+2013, U+2014), single and double curly quotes
@@ -448,6 +470,9 @@ inline bool prose_punctuation(unsigned char third) {
   return at < 32 && ((kThirds >> at) & 1) != 0;
 }
 
+// split_case: the pattern is o200k_base's, whose words split where case changes; there a
+// two-byte letter of neither case is left to the general path.
+template <bool split_case>
 inline Block64 classify64(const unsigned char* p) {
   // (u - lo) flipped to signed below count - 128: u in [lo, lo + count), as in ascii_run_bytes.
   const __m128i flip = _mm_set1_epi8(static_cast<char>(0x80));
@@ -534,6 +559,23 @@ inline Block64 classify64(const unsigned char* p) {
   const uint64_t three = b.quote | b.quote << 1 | b.quote << 2;
   b.punct |= three;
   b.high &= ~three;
+  // Then the two-byte letters beyond Latin-1 (Cyrillic, Greek, Armenian, Hebrew, Arabic, the
+  // Latin of Turkish or Polish), from the first byte still unclassified on, one at a time by
+  // the table, up to the first character that is not such a letter here: the pieces the block
+  // gives end before it, so what follows it is not needed. In Russian or Greek, every word
+  // took the general path a character at a time before; English and French, whose blocks
+  // have no byte left unclassified by now, pay nothing for it.
+  for (uint64_t rest = b.high; rest != 0;) {
+    const unsigned j = static_cast<unsigned>(__builtin_ctzll(rest));
+    if (j == 63 || p[j] < 0xC2 || p[j] > 0xDF || (p[j + 1] & 0xC0) != 0x80) break;
+    const uint8_t c = two_byte_letters.of[(p[j] & 0x1Fu) << 6 | (p[j + 1] & 0x3Fu)];
+    if (c == 0 || (split_case && (c & kTwoCaseless) != 0)) break;
+    const uint64_t both = uint64_t{3} << j;
+    b.letter |= both;
+    b.high &= ~both;
+    if ((c & kTwoUpper) != 0) b.upper |= both;
+    rest &= ~both;
+  }
   return b;
 }
 
@@ -542,9 +584,9 @@ inline Block64 classify64(const unsigned char* p) {
 // returned; 0 when the first piece is none of these. text_end: 0, or the bit of the block where
 // the text ends (the bytes from there on are zeros). cl100k_family: the pattern is
 // cl100k_base's or o200k_base's, not GPT-2's. The pieces:
-// - a word " ?[A-Za-z]+" (a space and letters, Latin-1's too; the first may lack the space).
-//   With split_case (o200k_base) a letter run is cut where an uppercase letter follows a
-//   lowercase one ([A-Z]*[a-z]+ and [A-Z]+[a-z]*, every letter here being Lu or Ll);
+// - a word " ?[A-Za-z]+" (a space and letters, those of two bytes too; the first may lack the
+//   space). With split_case (o200k_base) a letter run is cut where an uppercase letter follows
+//   a lowercase one ([A-Z]*[a-z]+ and [A-Z]+[a-z]*, every letter here being Lu, Lt or Ll);
 // - a run of spaces before a word or punctuation, but its last space (\s+(?!\S));
 // - a run of punctuation, or a space and one, ending before a space, a letter, the text's end
 //   or (with cl100k_family) the newlines its piece takes ([\r\n]* in cl100k_base, [\r\n/]* in
@@ -662,7 +704,7 @@ TOKENMILL_ALWAYS_INLINE size_t block_pieces(const Block64& b, const unsigned cha
 template <bool split_case, bool cl100k_family>
 TOKENMILL_ALWAYS_INLINE size_t word_run(const unsigned char* p, size_t i, uint64_t text_end,
                                         size_t* ends, size_t max) {
-  const Block64 b = classify64(p + i);
+  const Block64 b = classify64<split_case>(p + i);
   if (cl100k_family && b.digit != 0) {
     return block_pieces<split_case, cl100k_family, true>(b, p, i, text_end, ends, max);
   }

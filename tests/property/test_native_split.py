@@ -187,8 +187,28 @@ latin_stream = st.lists(
 ).map(lambda words: "".join(sep + word + tail for sep, word, tail in words))
 
 
+# Words of two-byte letters beyond Latin-1 (U+0100 to U+07FF), which the byte scanners' masks
+# take as letters by a table: upper- and lowercase ones (Cyrillic, Greek, Armenian, Turkish
+# Latin, title case U+01C5), and ones of neither case (Hebrew, Arabic, modifier letters, N'Ko),
+# which o200k_base's words treat otherwise, mixed within a word; with what may sit beside them
+# in that range: marks (U+0483, U+05B9, U+064B), punctuation (U+00AB, U+037E, U+0387, U+055A,
+# U+05BE, U+060C), symbols (U+0384, U+0482), digits (U+0660), an unassigned code point
+# (U+03A2), and an apostrophe.
+TWO_BYTE = ("\u0410\u044f\u0456\u0491\u0460\u0461\u0391\u03c9\u03ac\u0531\u0561\u0130\u0131"
+            "\u015f\u011e\u01c5\u05d0\u05e9\u0627\u0644\u02b0\u0640\u07ca\u00b5")
+two_byte_stream = st.lists(
+    st.tuples(st.sampled_from([" "] * 6 + ["", "\n", "(", "\u201c", "'", ". ", "\u00ab"]),
+              st.text(st.sampled_from("abcAB" + TWO_BYTE * 2), min_size=1, max_size=12),
+              st.sampled_from(["", "", "", ",", ".", "'s", "\u0483", "\u05b9", "\u064b",
+                               "\u037e", "\u0387", "\u055a", "\u05be", "\u060c", "\u0384",
+                               "\u0482", "\u0660", "\u03a2", "\u00e9", "\u00d7", "9"])),
+    min_size=8, max_size=40,
+).map(lambda words: "".join(sep + word + tail for sep, word, tail in words))
+
+
 @settings(max_examples=9500)
-@given(st.one_of(word_stream, code_stream, prose_stream, number_stream, latin_stream),
+@given(st.one_of(word_stream, code_stream, prose_stream, number_stream, latin_stream,
+                 two_byte_stream),
        st.integers(0, 3))
 def test_utf8_scanners_on_streams_of_words_code_prose_and_numbers(text, skip):
     text = text[skip:]
@@ -214,6 +234,15 @@ def test_utf8_scanners_on_streams_of_words_code_prose_and_numbers(text, skip):
     "\u00d7 3 \u00f72 \u00e9\u0301t\u00e9 caf\u00e9",  # Latin-1 letters, in blocks
     "a" * 62 + "\u00e9" + "b" * 10,                  # a letter across a block's edge
     "a" * 63 + "\u00e9" + "b" * 10,
+    # two-byte letters beyond Latin-1, in blocks: Russian, Ukrainian, Greek, Armenian, Turkish,
+    # Hebrew and Arabic words; case changes inside a word; a mark or a sign after a letter
+    "\u041c\u043e\u0441\u043a\u0432\u0430 \u2014 \u0441\u0442\u043e\u043b\u0438\u0446\u0430 "
+    "\u0420\u043e\u0441\u0441\u0438\u0438. \u041a\u0438\u0457\u0432 \u0491\u0430\u043d\u043e\u043a "
+    "\u0391\u03b8\u03ae\u03bd\u03b1 \u0540\u0561\u0575\u0561\u057d\u057f\u0561\u0576 "
+    "\u0130stanbul \u015fehir \u05e9\u05dc\u05d5\u05dd \u0645\u0631\u062d\u0628\u0627 "
+    "\u0430\u0411\u0432\u0413 \u0430\u05d0\u0411 \u0430\u0483\u0431 \u0430\u0482 x\u0640y",
+    "\u044f" * 31 + " \u0431" + "\u044f" * 20,         # a letter across a block's edge
+    "a" + "\u044f" * 31 + "\u0431" * 20,
 ])
 def test_utf8_scanner_examples(text):
     for pattern, scanner in PATTERNS:
