@@ -187,21 +187,26 @@ latin_stream = st.lists(
 ).map(lambda words: "".join(sep + word + tail for sep, word, tail in words))
 
 
-# Words of two-byte letters beyond Latin-1 (U+0100 to U+07FF), which the byte scanners' masks
-# take as letters by a table: upper- and lowercase ones (Cyrillic, Greek, Armenian, Turkish
-# Latin, title case U+01C5), and ones of neither case (Hebrew, Arabic, modifier letters, N'Ko),
-# which o200k_base's words treat otherwise, mixed within a word; with what may sit beside them
-# in that range: marks (U+0483, U+05B9, U+064B), punctuation (U+00AB, U+037E, U+0387, U+055A,
-# U+05BE, U+060C), symbols (U+0384, U+0482), digits (U+0660), an unassigned code point
+# Words of letters of two bytes beyond Latin-1 (U+0100 to U+07FF) and of three from U+1000 to
+# U+1FFF and U+A000 to U+DFFF, which the byte scanners' masks take as letters by the tables:
+# upper- and lowercase ones (Cyrillic, Greek, Armenian, Georgian, the Latin of Turkish and
+# Vietnamese, title case U+01C5 and U+1F88), and ones of neither case (Hebrew, Arabic, Hangul,
+# Ethiopic, Myanmar, Vai, modifier letters), which o200k_base's words treat otherwise, mixed
+# within a word; with what may sit beside them in those ranges: marks (U+0483, U+05B9, U+064B,
+# U+103A, U+A66F), punctuation (U+00AB, U+037E, U+0387, U+055A, U+05BE, U+060C, U+10FB,
+# U+1361), symbols (U+0384, U+0482, U+1FBD), digits (U+0660), an unassigned code point
 # (U+03A2), and an apostrophe.
 TWO_BYTE = ("\u0410\u044f\u0456\u0491\u0460\u0461\u0391\u03c9\u03ac\u0531\u0561\u0130\u0131"
-            "\u015f\u011e\u01c5\u05d0\u05e9\u0627\u0644\u02b0\u0640\u07ca\u00b5")
+            "\u015f\u011e\u01c5\u05d0\u05e9\u0627\u0644\u02b0\u0640\u07ca\u00b5"
+            "\u10d0\u1c90\u1ea0\u1ea1\u1e9e\u1f00\u1f88\u1d2c\ud55c\u1100\u1200\u1000\ua500"
+            "\ua60c")
 two_byte_stream = st.lists(
     st.tuples(st.sampled_from([" "] * 6 + ["", "\n", "(", "\u201c", "'", ". ", "\u00ab"]),
               st.text(st.sampled_from("abcAB" + TWO_BYTE * 2), min_size=1, max_size=12),
               st.sampled_from(["", "", "", ",", ".", "'s", "\u0483", "\u05b9", "\u064b",
                                "\u037e", "\u0387", "\u055a", "\u05be", "\u060c", "\u0384",
-                               "\u0482", "\u0660", "\u03a2", "\u00e9", "\u00d7", "9"])),
+                               "\u0482", "\u0660", "\u03a2", "\u00e9", "\u00d7", "9",
+                               "\u103a", "\ua66f", "\u10fb", "\u1361", "\u1fbd", "\u4e2d"])),
     min_size=8, max_size=40,
 ).map(lambda words: "".join(sep + word + tail for sep, word, tail in words))
 
@@ -243,6 +248,14 @@ def test_utf8_scanners_on_streams_of_words_code_prose_and_numbers(text, skip):
     "\u0430\u0411\u0432\u0413 \u0430\u05d0\u0411 \u0430\u0483\u0431 \u0430\u0482 x\u0640y",
     "\u044f" * 31 + " \u0431" + "\u044f" * 20,         # a letter across a block's edge
     "a" + "\u044f" * 31 + "\u0431" * 20,
+    "Vi\u1ec7t Nam l\u00e0 m\u1ed9t qu\u1ed1c gia \u0111\u1eb9p "
+    "\ud55c\uad6d\uc5b4 \ud14d\uc2a4\ud2b8 "
+    "\u10e1\u10d0\u10e5\u10d0\u10e0\u10d7\u10d5\u10d4\u10da\u10dd \u12a0\u12f2\u1235 "
+    "\u1f08\u03b8\u1f75\u03bd\u03b1\u03b9",
+    "a" * 61 + "\u1ea1b c",                           # three-byte letters across the edge
+    "a" * 62 + "\u1ea1b c",
+    "a" * 63 + "\u1ea1b c",
+    " \ud55c" * 30,
 ])
 def test_utf8_scanner_examples(text):
     for pattern, scanner in PATTERNS:
