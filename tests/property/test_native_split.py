@@ -256,6 +256,11 @@ def test_utf8_scanners_on_streams_of_words_code_prose_and_numbers(text, skip):
     "a" * 62 + "\u1ea1b c",
     "a" * 63 + "\u1ea1b c",
     " \ud55c" * 30,
+    # letters of neither case beside cased ones (o200k_base: a word that starts with one takes
+    # the uppercase letters after it)
+    " \u05d0A \u05d0\u05d0Ab a\u05d0A A\u05d0a \u05d0a a\u05d0 \u05d0's \u05d0'S "
+    "\u0627\u0411\u0431 \u0430\u0627\u0411 \u0411\u0627\u0431\u0627 x\u02b0Y \u05d0\u05d1 "
+    "\u05d0B\u05d1c",
 ])
 def test_utf8_scanner_examples(text):
     for pattern, scanner in PATTERNS:
