@@ -196,13 +196,13 @@ latin_stream = st.lists(
 # U+103A, U+A66F), punctuation (U+00AB, U+037E, U+0387, U+055A, U+05BE, U+060C, U+10FB,
 # U+1361), symbols (U+0384, U+0482, U+1FBD), digits (U+0660), an unassigned code point
 # (U+03A2), and an apostrophe.
-TWO_BYTE = ("\u0410\u044f\u0456\u0491\u0460\u0461\u0391\u03c9\u03ac\u0531\u0561\u0130\u0131"
+OTHER_LETTERS = ("\u0410\u044f\u0456\u0491\u0460\u0461\u0391\u03c9\u03ac\u0531\u0561\u0130\u0131"
             "\u015f\u011e\u01c5\u05d0\u05e9\u0627\u0644\u02b0\u0640\u07ca\u00b5"
             "\u10d0\u1c90\u1ea0\u1ea1\u1e9e\u1f00\u1f88\u1d2c\ud55c\u1100\u1200\u1000\ua500"
             "\ua60c")
-two_byte_stream = st.lists(
+other_letter_stream = st.lists(
     st.tuples(st.sampled_from([" "] * 6 + ["", "\n", "(", "\u201c", "'", ". ", "\u00ab"]),
-              st.text(st.sampled_from("abcAB" + TWO_BYTE * 2), min_size=1, max_size=12),
+              st.text(st.sampled_from("abcAB" + OTHER_LETTERS * 2), min_size=1, max_size=12),
               st.sampled_from(["", "", "", ",", ".", "'s", "\u0483", "\u05b9", "\u064b",
                                "\u037e", "\u0387", "\u055a", "\u05be", "\u060c", "\u0384",
                                "\u0482", "\u0660", "\u03a2", "\u00e9", "\u00d7", "9",
@@ -213,7 +213,7 @@ two_byte_stream = st.lists(
 
 @settings(max_examples=9500)
 @given(st.one_of(word_stream, code_stream, prose_stream, number_stream, latin_stream,
-                 two_byte_stream),
+                 other_letter_stream),
        st.integers(0, 3))
 def test_utf8_scanners_on_streams_of_words_code_prose_and_numbers(text, skip):
     text = text[skip:]
