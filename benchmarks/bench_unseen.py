@@ -83,14 +83,44 @@ def halves(name: str, data: Path, mb: float, work: Path) -> dict[str, str]:
     return paths
 
 
-def main(argv: list[str] | None = None) -> int:
-    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+def run_flags(p: argparse.ArgumentParser, inputs: dict[str, Any], repeats: int,
+              mb_help: str) -> None:
+    """The flags of a benchmark that runs its engines in workers over some of ``inputs``."""
     p.add_argument("--data", type=Path, default=DEFAULT_DATA)
-    p.add_argument("--repeats", type=int, default=3)
-    p.add_argument("--mb", type=float, default=4.0, help="MB in each half of an input")
-    p.add_argument("--inputs", nargs="+", default=list(INPUTS), choices=list(INPUTS))
+    p.add_argument("--repeats", type=int, default=repeats)
+    p.add_argument("--mb", type=float, default=4.0, help=mb_help)
+    p.add_argument("--inputs", nargs="+", default=list(inputs), choices=list(inputs))
     p.add_argument("--json", type=Path, help="write the medians here too")
     p.add_argument("--worker", help=argparse.SUPPRESS)
+
+
+def alternating_runs(engines: list[str], repeats: int, spec_of: Any,
+                     script: str) -> dict[str, list[dict[str, Any]]]:
+    """Each engine's worker results (``spec_of(engine)``, a fresh process each) over
+    ``repeats`` rounds, the engines' order reversed every other round."""
+    runs: dict[str, list[dict[str, Any]]] = {e: [] for e in engines}
+    for r in range(repeats):
+        for e in engines if r % 2 == 0 else engines[::-1]:
+            result = run_worker(spec_of(e), script=script)
+            assert result is not None
+            runs[e].append(result)
+    return runs
+
+
+def finish(results: dict[str, Any], key: str, fields: tuple[str, ...], rows: list[Any],
+           path: Path | None) -> int:
+    """``rows`` (tuples of ``fields``) as dicts under ``results[key]``, the results written to
+    ``path`` if given; the benchmark's exit status."""
+    results[key] = [dict(zip(fields, row, strict=True)) for row in rows]
+    if path:
+        path.write_text(json.dumps(results, indent=1), encoding="utf-8")
+    log("done")
+    return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    run_flags(p, INPUTS, 3, "MB in each half of an input")
     args = p.parse_args(argv)
     if serve_worker(args.worker, WORKERS):
         return 0
@@ -105,14 +135,11 @@ def main(argv: list[str] | None = None) -> int:
         for name in args.inputs:
             paths = halves(name, args.data, args.mb, Path(tmp))
             for enc in ENCODINGS:
-                runs: dict[str, list[dict[str, Any]]] = {e: [] for e in engines}
-                for r in range(args.repeats):
-                    for e in engines if r % 2 == 0 else engines[::-1]:
-                        spec = {"task": "unseen", "data": str(args.data), "encoding": enc,
-                                **paths, **ENGINES[e]}
-                        result = run_worker(spec, script=__file__)
-                        assert result is not None
-                        runs[e].append(result)
+                runs = alternating_runs(
+                    engines, args.repeats,
+                    lambda e, enc=enc, paths=paths: {"task": "unseen", "data": str(args.data),
+                                                     "encoding": enc, **paths, **ENGINES[e]},
+                    __file__)
                 reference = runs["tiktoken"][0]["digests"]
                 med = {}
                 for e in engines:
@@ -131,12 +158,8 @@ def main(argv: list[str] | None = None) -> int:
     print("| --- | --- | --- | --- | --- |")
     for enc, name, ours, theirs, unseen, seen in ratios:
         print(f"| {enc} | {name} | {ours} / {theirs} | {unseen:.2f}x | {seen:.2f}x |")
-    results["ratios"] = [dict(zip(("encoding", "input", "ours", "theirs", "unseen", "seen"), r,
-                                  strict=True)) for r in ratios]
-    if args.json:
-        args.json.write_text(json.dumps(results, indent=1), encoding="utf-8")
-    log("done")
-    return 0
+    return finish(results, "ratios", ("encoding", "input", "ours", "theirs", "unseen", "seen"),
+                  ratios, args.json)
 
 
 if __name__ == "__main__":
