@@ -181,6 +181,19 @@ def test_backtracking_on_text_that_repeats(shared_data, encodings, pairs, name):
     check()
 
 
+def uncached_and_cached(path, name, monkeypatch, capacity=None):
+    """Encoding ``name`` of the ranks file at ``path`` without caches, and with a model of its
+    own (entries start empty) and a word cache of ``capacity`` words (None: the default)."""
+    from tokenmill.formats import tiktoken as tiktoken_format
+
+    monkeypatch.setattr(tiktoken_format, "CACHE_CAPACITY", 0)
+    uncached = tokenmill.load(name, path=path)
+    monkeypatch.undo()
+    if capacity is not None:
+        monkeypatch.setattr(tiktoken_format, "CACHE_CAPACITY", capacity)
+    return uncached, tokenmill.load(name, path=path)
+
+
 @pytest.mark.parametrize("name", ["cl100k_base", "o200k_base"])
 @pytest.mark.parametrize("capacity", [None, 16])
 def test_pieces_the_piece_cache_cannot_hold(shared_data, encodings, pairs, monkeypatch, name,
@@ -194,15 +207,8 @@ def test_pieces_the_piece_cache_cannot_hold(shared_data, encodings, pairs, monke
     # that most long pieces find it full, are not kept, and are merged each time. Offsets (the
     # word cache and the long entries keep a byte-level model's ids only, the spans following
     # from the tokens' lengths) are those of a tokenizer without caches.
-    from tokenmill.formats import tiktoken as tiktoken_format
-
-    path = shared_data / encodings[name]["file"]
-    monkeypatch.setattr(tiktoken_format, "CACHE_CAPACITY", 0)
-    uncached = tokenmill.load(name, path=path)
-    monkeypatch.undo()
-    if capacity is not None:
-        monkeypatch.setattr(tiktoken_format, "CACHE_CAPACITY", capacity)
-    tok = tokenmill.load(name, path=path)
+    uncached, tok = uncached_and_cached(shared_data / encodings[name]["file"], name,
+                                        monkeypatch, capacity)
     ref = pairs[name][1]
     rnd = random.Random(name)
     words = ["Brotli", "Decoder", "Error", "Code", "Assertion", "Tester", "Conforming", "Object",
@@ -222,6 +228,37 @@ def test_pieces_the_piece_cache_cannot_hold(shared_data, encodings, pairs, monke
         encodings_ = [tok.encode(t, disallowed_special=()) for t in texts[:50]]
         assert [e.ids for e in encodings_] == expected[:50]
         assert [e.offsets for e in encodings_] == offsets
+
+
+@pytest.mark.parametrize("name", ["cl100k_base", "o200k_base"])
+@pytest.mark.parametrize("capacity", [None, 16])
+def test_pieces_of_full_sets(shared_data, encodings, pairs, monkeypatch, name, capacity):
+    # A piece whose set in the piece cache (two ways) holds two other pieces of the model takes
+    # the second way, and the piece there moves to the model's spare entries, where a lookup
+    # that finds its set full looks next (on the ids path, the moves are written after each
+    # batch of pieces). 60,000 distinct words in the 65,536 sets fill a few thousand sets and
+    # move as many entries, many of them to a spare entry another took (4,096 of them). Ids
+    # (lists, arrays, two threads) and offsets, met again, are tiktoken's and those of a
+    # tokenizer without caches; with a word cache of 16 words too (the marked pieces).
+    uncached, tok = uncached_and_cached(shared_data / encodings[name]["file"], name,
+                                        monkeypatch, capacity)
+    ref = pairs[name][1]
+    rnd = random.Random(f"{name}/{capacity}")
+    letters = string.ascii_lowercase + "\u00e9\u00e8"
+    words = {" " + "".join(rnd.choices(letters, k=rnd.randint(3, 9))) for _ in range(60_000)}
+    ordered = sorted(words)
+    rnd.shuffle(ordered)
+    texts = ["".join(ordered[i:i + 50]) for i in range(0, len(ordered), 50)]
+    expected = ref.encode_ordinary_batch(texts, num_threads=2)
+    assert tok.encode_ordinary_batch(texts, num_threads=1) == expected  # entries written
+    assert tok.encode_ordinary_batch(texts, num_threads=1) == expected  # and read
+    assert tok.encode_ordinary_batch(texts, num_threads=2) == expected
+    arrays = tok.encode_batch_np(texts, num_threads=1)
+    assert arrays["ids"].tolist() == [i for ids in expected for i in ids]
+    for t, ids in zip(texts[:100], expected[:100]):
+        e = tok.encode(t, disallowed_special=())
+        assert e.ids == ids
+        assert e.offsets == uncached.encode(t, disallowed_special=()).offsets
 
 
 @pytest.mark.parametrize("name", NAMES)

@@ -38,6 +38,8 @@ struct TokenSpan {
 
 struct PairCacheEntry;   // merge_lookup.h: a per-thread cache of merge lookups
 struct PieceCacheSet;    // bpe.cc: a cache of short pieces' tokens, shared by threads
+struct PieceCacheEntry;  // bpe.cc: one piece's entry there
+struct SpareMoves;       // bpe.cc: entries on their way to the spare entries
 struct PieceKey;
 
 // Whether words read from text hold its first bytes in their low bits, so a mask keeps a
@@ -236,15 +238,19 @@ class BPEModel {
   // arrays of ids and token ends (merge_ascii); writes its ids at tok (room for one a byte)
   // and returns how many. word_hash: hash_bytes(piece), for its lookup in the vocabulary.
   std::size_t encode_missed_ascii(std::string_view piece, const PieceKey& key,
-                                  PieceCacheSet& set, uint32_t* tok, uint64_t word_hash) const;
+                                  PieceCacheSet& set, uint32_t* tok, uint64_t word_hash,
+                                  SpareMoves* moves) const;
   // ascii_merges_: merges an ASCII piece of at most 32 bytes as apply_merges does its bytes'
   // symbols; writes its tokens' ids and ends (in the piece); returns how many.
   std::size_t merge_ascii(std::string_view piece, uint32_t* tok, uint32_t* ends) const;
   // Writes the entry of key's piece (count tokens end to end: ids tok, ends `ends`) into set,
   // when the tokens fit in one (or, for an ASCII piece, in the word cache, which the entry
-  // then names).
+  // then names). An entry it moves out of a full set goes to the spare entries, through
+  // moves if given (written when the caller flushes them, their lines asked for now), else
+  // at once.
   void keep_piece(std::string_view piece, const PieceKey& key, PieceCacheSet& set,
-                  const uint32_t* tok, const uint32_t* ends, std::size_t count) const;
+                  const uint32_t* tok, const uint32_t* ends, std::size_t count,
+                  SpareMoves* moves = nullptr) const;
   // Short pieces of more tokens than an entry holds (kPackedTokens, or kPieceTokens): their
   // ids, end to end over the piece, are kept in the ring long_entry_ids_, and the entry holds
   // where. keep_long_entry copies ids[0, count) there and gives their place; false if the
@@ -373,6 +379,16 @@ class BPEModel {
   mutable std::once_flag long_entry_once_;
   mutable std::unique_ptr<std::atomic<uint64_t>[]> long_entry_ids_;
   mutable std::atomic<uint64_t> long_entry_next_{0};
+  // Entries moved out of the piece cache's full sets (keep_piece: a newer piece of the model
+  // took the second way): a table of the model's own (bpe.cc: kSpareEntries entries, one a
+  // piece finds by bits of its hash its set does not use), made with the model where it has
+  // the piece cache (256 KiB), else null. A lookup that finds a piece's set full of the
+  // model's entries and not holding it looks here.
+  struct SpareEntriesFree {
+    void operator()(PieceCacheEntry* entries) const;
+  };
+  PieceCacheEntry* spare_entries() const { return spare_entries_.get(); }
+  std::unique_ptr<PieceCacheEntry, SpareEntriesFree> spare_entries_;
 };
 
 }  // namespace tokenmill
