@@ -671,11 +671,6 @@ inline void piece_write(PieceCacheEntry& e, uint32_t tag, const PieceKey& k, uin
   e.word[0].store((version << 32) | tag, std::memory_order_release);
 }
 
-// Opens the second half of the table. Each entry of the first half (of any model) whose piece's
-// set is now the twin is copied there first, so growing costs no piece its entry (a first pass
-// went on to meet half the pieces of the text so far as new). Run once, by the thread whose
-// loss reached kPieceGrowAfter, while the others go on in the first half (the second has no
-// other writer until the mask is stored).
 // An entry's contents read whole, as piece_read does (false for an empty one or one a writer
 // is at): its model's tag, its piece's key (with the hash), its length/ends word and ids.
 inline bool piece_take(const PieceCacheEntry& e, uint32_t& tag, PieceKey& k, uint64_t& meta,
@@ -719,6 +714,11 @@ struct SpareMoves {
 
 namespace {
 
+// Opens the second half of the table. Each entry of the first half (of any model) whose piece's
+// set is now the twin is copied there first, so growing costs no piece its entry (a first pass
+// went on to meet half the pieces of the text so far as new). Run once, by the thread whose
+// loss reached kPieceGrowAfter, while the others go on in the first half (the second has no
+// other writer until the mask is stored).
 void grow_piece_table() {
   PieceCacheSet* const sets = shared_piece_cache();
   const PieceTable grown{sets, kGrownPieceMask};
