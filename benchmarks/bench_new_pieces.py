@@ -74,12 +74,12 @@ def piece_sets(name: str, data: Path, mb: float, encoding: str) -> dict[str, Any
         for m in pattern.finditer(doc):
             total += 1
             distinct.add(m.group())
-    several = sum(len(reference.encode_ordinary(p)) > 1 for p in distinct)
+    tokens = {p: len(reference.encode_ordinary(p)) for p in distinct}
+    several = sum(n > 1 for n in tokens.values())
     words: dict[str, list[str]] = {"one token": [], "more tokens": []}
     for p in sorted(distinct):
         if len(p) > 1 and p[0] == " " and p[1:].isascii() and p[1:].isalpha():
-            one = len(reference.encode_ordinary(p)) == 1
-            words["one token" if one else "more tokens"].append(p)
+            words["one token" if tokens[p] == 1 else "more tokens"].append(p)
     for kind, pieces in words.items():
         text = "".join(pieces)
         if [m.group() for m in pattern.finditer(text)] != pieces:
@@ -93,6 +93,10 @@ def main(argv: list[str] | None = None) -> int:
     args = p.parse_args(argv)
     if serve_worker(args.worker, WORKERS):
         return 0
+    needed = args.data / "tokenizers" / "tiktoken" / "encodings.json"
+    if not needed.is_file():
+        print(f"bench_new_pieces: {needed} is missing (the shared data; --data)", file=sys.stderr)
+        return 2
     engines = list(ENGINES)
     results: dict[str, Any] = {"machine": machine_info(), "rows": []}
     print(f"pieces met first and again, medians of {args.repeats}, nanoseconds a piece")

@@ -24,6 +24,7 @@ import statistics
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -94,7 +95,8 @@ def run_flags(p: argparse.ArgumentParser, inputs: dict[str, Any], repeats: int,
     p.add_argument("--worker", help=argparse.SUPPRESS)
 
 
-def alternating_runs(engines: list[str], repeats: int, spec_of: Any,
+def alternating_runs(engines: list[str], repeats: int,
+                     spec_of: Callable[[str], dict[str, Any]],
                      script: str) -> dict[str, list[dict[str, Any]]]:
     """Each engine's worker results (``spec_of(engine)``, a fresh process each) over
     ``repeats`` rounds, the engines' order reversed every other round."""

@@ -156,7 +156,9 @@ std::vector<Merge> derive_merges(const StringMap& rank_of, const std::vector<std
   return merges;
 }
 
-// A model's spare entries (BPEModel::spare_entries), zeroed; null if refused (below).
+// A model's spare entries (BPEModel::spare_entries), zeroed; null where the memory is refused
+// (keep_piece then writes over a full set's second way, as before them). Defined below
+// PieceCacheEntry.
 PieceCacheEntry* new_spare_entries();
 
 BPEModel::BPEModel(const std::vector<std::string>& tokens, const std::vector<uint32_t>& ids,
