@@ -186,11 +186,26 @@ bool int_from_template(uint32_t id, PyObject* obj) {
 // 1 ms for o200k_base's 200,000), where making each as a first pass met it was 6% of that
 // pass. Without a usable template the ints are made as they are met, as before. With the
 // GIL held.
+//
+// The ints of CPython's small ones' ids are kept too (copies, as make_id_object makes them), so
+// that every id below kept_below has its int made: id_list takes those without a look at
+// int_made, whose 128 KiB it read a token, at random, where a comparison does.
+uint32_t kept_below = 0;
+
 void make_kept_ints(std::size_t n) {
   static std::size_t made_below = 0;
   n = std::min<std::size_t>(n, kIntCache);
   if (n <= made_below || !have_int_slots()) return;
   tokenmill::populate_pages(int_slots + made_below, (n - made_below) * sizeof(IntSlot));
+  for (auto id = static_cast<uint32_t>(made_below); id < std::min<std::size_t>(n, kFirstTemplated);
+       ++id) {
+    if (id_kept(id)) continue;
+    PyObject* made = make_id_object(id);  // (a reference more than the slot's own: kept for good)
+    if (made == nullptr) {
+      PyErr_Clear();  // (made when first met instead, as before)
+      break;
+    }
+  }
   for (auto id = static_cast<uint32_t>(std::max<std::size_t>(made_below, kFirstTemplated));
        id < n; ++id) {
     if (id_kept(id)) continue;
@@ -200,6 +215,7 @@ void make_kept_ints(std::size_t n) {
     int_made[id >> 6] |= uint64_t{1} << (id & 63);
   }
   made_below = n;
+  while (kept_below < n && id_kept(kept_below)) ++kept_below;
 }
 
 // A reference to the kept int `id` (id_kept holds; slots: int_slots).
@@ -280,12 +296,13 @@ nb::object id_list(const uint32_t* ids, std::size_t n, uint32_t make_below = kIn
   if (list == nullptr) throw nb::python_error();
 #ifdef TOKENMILL_KEPT_INTS
   IntSlot* slots = int_slots;  // (read again after each new int: the first one sets it)
+  const uint32_t all_kept = kept_below;
 #endif
   for (std::size_t i = 0; i < n; ++i) {
 #ifdef TOKENMILL_KEPT_INTS
     // (id_object's first way, on its own: merged with the other, the compiler tested every
     // kept int for null as it tests a new one)
-    if (id_kept(ids[i])) {
+    if (ids[i] < all_kept || id_kept(ids[i])) {
       items[i] = kept_int(slots, ids[i]);
       continue;
     }
