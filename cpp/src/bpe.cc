@@ -1230,13 +1230,31 @@ void BPEModel::encode_pieces(std::string_view text, const uint32_t* bounds, std:
   if (count > n) encode_pieces(text, bounds + 2 * n, count - n, out);
 }
 
+namespace {
+
+// encode_ids_of's spans of pieces the cache does not hold, kept by each thread.
+[[gnu::noinline]] std::vector<TokenSpan>& miss_spans() {
+  thread_local std::vector<TokenSpan> spans;
+  return spans;
+}
+
+}  // namespace
+
 template <typename Bounds>
 void BPEModel::encode_ids_of(std::string_view text, const Bounds& bounds, std::size_t count,
                              std::vector<uint32_t>& ids) const {
-  thread_local std::vector<TokenSpan> spans;  // the pieces the cache does not hold
+  // The spans of pieces the cache does not hold, kept by each thread; reached only for such a
+  // piece (a reach of a thread-local in this library is a call, which a batch of pieces all
+  // found in the cache made for nothing).
+  std::vector<TokenSpan>* spans_kept = nullptr;
+  auto scratch = [&spans_kept]() -> std::vector<TokenSpan>& {
+    if (spans_kept == nullptr) spans_kept = &miss_spans();
+    return *spans_kept;
+  };
   // Pieces this long are cut by backtracking here (for a PieceRun; pairs come without them).
   const std::size_t long_piece = Bounds::kLongPieces ? backtrack_threshold() : ~std::size_t{0};
   if (!piece_cached()) {
+    std::vector<TokenSpan>& spans = scratch();
     spans.clear();
     auto spans_to_ids = [&] {
       for (const TokenSpan& s : spans) ids.push_back(s.id);
@@ -1341,21 +1359,24 @@ void BPEModel::encode_ids_of(std::string_view text, const Bounds& bounds, std::s
     hand_over();
     if (found[k].meta != 0 && entry_count(found[k].meta) != kLongEntryMark) {
       // Marked: its tokens are in the word cache (kept there before the mark was written).
-      if (!find_cached_ids(piece, ids)) encode_word_ids(piece, ids, spans);
+      if (!find_cached_ids(piece, ids)) encode_word_ids(piece, ids, scratch());
       continue;
     }
     if (piece.size() > kPieceKeyBytes) {
       if (piece.size() >= long_piece && encode_long_ids(piece, ids)) continue;
-      encode_word_ids(piece, ids, spans, word_cacheable(piece) ? &keys[k].hash : nullptr);
+      encode_word_ids(piece, ids, scratch(), word_cacheable(piece) ? &keys[k].hash : nullptr);
       continue;
     }
+    std::vector<TokenSpan>& spans = scratch();
     spans.clear();
     encode_missed_piece(piece, 0, keys[k], piece_slot(cache, keys[k]), spans);
     for (const TokenSpan& s : spans) ids.push_back(s.id);
   }
   hand_over();
   moves.flush();
-  if (spans.capacity() > kScratchKept) std::vector<TokenSpan>().swap(spans);
+  if (spans_kept != nullptr && spans_kept->capacity() > kScratchKept) {
+    std::vector<TokenSpan>().swap(*spans_kept);
+  }
   if (count > n) encode_ids_of(text, bounds.after(n), count - n, ids);
 }
 

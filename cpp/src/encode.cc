@@ -417,6 +417,16 @@ FlatIds encode_texts_flat(const BPEModel& model, SplitPattern pattern,
   return flat;
 }
 
+namespace {
+
+// encode_text's spans of a batch of pieces, kept by each thread.
+[[gnu::noinline]] std::vector<TokenSpan>& offset_spans() {
+  thread_local std::vector<TokenSpan> spans;
+  return spans;
+}
+
+}  // namespace
+
 void encode_text(const BPEModel& model, SplitPattern pattern, std::string_view text,
                  bool with_offsets, Encoded& out) {
   // Pieces are found a batch at a time and handed to the model together (encode_pieces); a
@@ -424,7 +434,9 @@ void encode_text(const BPEModel& model, SplitPattern pattern, std::string_view t
   constexpr std::size_t kBatch = BPEModel::kPieceBatch;
   uint32_t bounds[2 * kBatch];
   std::size_t count = 0;
-  thread_local std::vector<TokenSpan> spans;  // kept from text to text: no allocation a text
+  // (kept from text to text: no allocation a text; reached only with offsets, each reach of a
+  // thread-local in this library being a call)
+  std::vector<TokenSpan>* const spans = with_offsets ? &offset_spans() : nullptr;
   const std::size_t long_piece = with_offsets ? ~std::size_t{0} : backtrack_threshold();
   // Room for a token every three bytes (English runs at four or five), so a text's ids rarely
   // grow by copying.
@@ -443,10 +455,10 @@ void encode_text(const BPEModel& model, SplitPattern pattern, std::string_view t
       count = 0;
       return;
     }
-    spans.clear();
-    model.encode_pieces(text.substr(window), bounds, count, spans);
+    spans->clear();
+    model.encode_pieces(text.substr(window), bounds, count, *spans);
     count = 0;
-    for (const TokenSpan& s : spans) {
+    for (const TokenSpan& s : *spans) {
       out.ids.push_back(s.id);
       out.starts.push_back(s.start);
       out.ends.push_back(s.end);
@@ -536,8 +548,10 @@ void encode_text(const BPEModel& model, SplitPattern pattern, std::string_view t
     i = j;
   }
   flush();
-  if (spans.capacity() > kScratchKept) std::vector<TokenSpan>().swap(spans);
-  if (with_offsets) to_characters(text, out.starts, out.ends);
+  if (with_offsets) {
+    if (spans->capacity() > kScratchKept) std::vector<TokenSpan>().swap(*spans);
+    to_characters(text, out.starts, out.ends);
+  }
 }
 
 void encode_text_blocks(const BPEModel& model, SplitPattern pattern,

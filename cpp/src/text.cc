@@ -216,7 +216,11 @@ constexpr std::size_t kScratchKeptBytes = std::size_t{1} << 18;
 thread_local std::string scratch;
 }  // namespace
 
-std::string_view utf8_of(const TextRef& text) { return utf8_view(text, scratch); }
+std::string_view utf8_of(const TextRef& text) {
+  // (UTF-8 already: the thread's scratch, a call to reach, is not needed)
+  if (text.width == 0) return {static_cast<const char*>(text.data), text.length};
+  return utf8_view(text, scratch);
+}
 
 void release_utf8_scratch() {
   if (scratch.size() > kScratchKeptBytes) std::string().swap(scratch);
