@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import os
 import tempfile
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from pathlib import Path
 from typing import Literal
 
@@ -121,6 +121,13 @@ def check_text(text: str, what: str = "text") -> None:
         raise InputError(f"{what}: expected a string, got {type(text).__name__}")
     if (message := lone_surrogate(text, what)) is not None:
         raise InputError(message)
+
+
+def text_batch(texts: Iterable[str]) -> Sequence[str]:
+    """A batch's texts as the core takes them: the caller's own list or tuple (the core keeps
+    each text alive itself while it works), anything else made a list. (A copy here was one
+    more pass over every text, to take a reference and to give it back.)"""
+    return texts if isinstance(texts, (list, tuple)) else list(texts)
 
 
 def check_texts(texts: Sequence[str]) -> None:

@@ -10,7 +10,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from tokenmill import _core
-from tokenmill._io import check_texts
+from tokenmill._io import check_texts, text_batch
 from tokenmill.errors import InputError
 
 if TYPE_CHECKING:
@@ -45,7 +45,7 @@ def encode_np(tok: Tokenizer, texts: Sequence[str], *, padded: bool = False, pad
     if separator is not None and not (isinstance(separator, int) and 0 <= separator < vocab_size):
         raise InputError(f"separator {separator!r} is not an id of the tokenizer (vocabulary "
                          f"size {vocab_size})")
-    texts = list(texts)
+    texts = text_batch(texts)
     narrow = vocab_size <= 1 << 16 and 0 <= pad_id < 1 << 16
     dtype = np.uint16 if narrow else np.uint32
     native = _native(tok)
@@ -84,7 +84,7 @@ def count_tokens(tok: Tokenizer, texts: Sequence[str], *,
     """How many tokens :meth:`Tokenizer.encode_ordinary` gives each text, without keeping ids."""
     from tokenmill.tokenizer import _threads
 
-    texts = list(texts)
+    texts = text_batch(texts)
     native = _native(tok)
     if native is not None:
         try:

@@ -15,7 +15,7 @@ from itertools import islice
 from typing import TYPE_CHECKING, Any, Literal, Protocol, TypeVar, cast
 
 from tokenmill import _core, bert
-from tokenmill._io import atomic_write_text, check_text, check_texts
+from tokenmill._io import atomic_write_text, check_text, check_texts, text_batch
 from tokenmill.added_tokens import AddedToken, AddedVocabulary
 from tokenmill.decoders import ByteLevel as ByteLevelDecoder
 from tokenmill.encoding import Encoding, Padding, Truncation
@@ -333,7 +333,7 @@ class Tokenizer:
         if (native is None and bert_plan is None) or \
                 any(not t.special for t in self._added.tokens):
             return [self.encode_ordinary(t) for t in texts]
-        texts = list(texts)
+        texts = text_batch(texts)
         try:
             # (The cyclic GC stays on: pausing it only moved its walk over the new lists to the
             # end of the batch, where nothing overlaps it; measured slower on 1 and 2 threads.)

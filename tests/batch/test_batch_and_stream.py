@@ -248,6 +248,39 @@ def test_a_bad_text_is_named(cl100k, call, threads):
         [cl100k.encode_ordinary("fine")] * 300
 
 
+@pytest.mark.parametrize("threads", [1, 2])
+def test_a_batch_gives_back_every_reference_to_its_texts(cl100k, threads):
+    # The core keeps a list's texts alive with a reference each (the caller's list may change
+    # while it works) and reads a tuple's in place: after every call, with ids or with a text
+    # it refuses half way, each text's reference count is what it was. A list emptied as soon
+    # as the call returns leaves the texts to the core's references alone until it is done.
+    import sys
+
+    texts = ["".join(["text ", str(i), " \u2019q\u2019" * (i % 3)]) for i in range(300)]
+    counts = [sys.getrefcount(t) for t in texts]
+    expected = [cl100k.encode_ordinary(t) for t in texts]
+    calls = ("encode_ordinary_batch", "encode_batch_np", "count_tokens")
+    for make in (list, tuple, lambda x: iter(list(x))):
+        for call in calls:
+            got = getattr(cl100k, call)(make(texts), num_threads=threads)
+            if call == "encode_ordinary_batch":
+                assert got == expected
+    assert [sys.getrefcount(t) for t in texts] == counts
+    bad = texts[:150] + [7] + texts[150:]
+    for call in calls:
+        with pytest.raises(tokenmill.InputError, match=r"texts\[150\]: expected a string"):
+            getattr(cl100k, call)(bad, num_threads=threads)
+    del bad
+    assert [sys.getrefcount(t) for t in texts] == counts
+    # texts referenced by the list alone: the list dropped by its caller after the call
+    # (its items then die with the core's references, not before)
+    fresh = ["".join(["only here ", str(i)]) for i in range(300)]
+    assert cl100k.encode_ordinary_batch(fresh, num_threads=threads) == \
+        [cl100k.encode_ordinary("only here " + str(i)) for i in range(300)]
+    del fresh
+    assert cl100k.encode_ordinary_batch(texts, num_threads=threads) == expected
+
+
 def released(tok: Tokenizer, ids: list[int]) -> list[str]:
     return list(tok.decode_stream(skip_special_tokens=False).feed(ids))
 
