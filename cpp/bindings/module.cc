@@ -200,7 +200,8 @@ void make_kept_ints(std::size_t n) {
   for (auto id = static_cast<uint32_t>(made_below); id < std::min<std::size_t>(n, kFirstTemplated);
        ++id) {
     if (id_kept(id)) continue;
-    PyObject* made = make_id_object(id);  // (a reference more than the slot's own: kept for good)
+    // (Counted ints: the reference returned is one more than the slot's own, never given back.)
+    PyObject* made = make_id_object(id);
     if (made == nullptr) {
       PyErr_Clear();  // (made when first met instead, as before)
       break;

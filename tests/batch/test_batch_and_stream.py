@@ -252,8 +252,8 @@ def test_a_bad_text_is_named(cl100k, call, threads):
 def test_a_batch_gives_back_every_reference_to_its_texts(cl100k, threads):
     # The core keeps a list's texts alive with a reference each (the caller's list may change
     # while it works) and reads a tuple's in place: after every call, with ids or with a text
-    # it refuses half way, each text's reference count is what it was. A list emptied as soon
-    # as the call returns leaves the texts to the core's references alone until it is done.
+    # it refuses half way, each text's reference count is what it was; and texts that only the
+    # caller's list refers to are encoded as any other.
     import sys
 
     texts = ["".join(["text ", str(i), " \u2019q\u2019" * (i % 3)]) for i in range(300)]
