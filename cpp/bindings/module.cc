@@ -647,30 +647,32 @@ class Texts {
 Texts texts_of(nb::handle texts) {
   Texts out;
   PyObject* const batch = texts.ptr();
+  PyObject** items = nullptr;
+  std::size_t n = 0;
+  bool take = false;  // a reference of ours to each text (a list's)
 #if !defined(Py_GIL_DISABLED)  // (a free-threaded build's list may change under us: a tuple)
   if (PyList_CheckExact(batch)) {
-    // (Nothing here runs Python code, so the list stays as it is while it is read.)
-    const auto n = static_cast<std::size_t>(PyList_GET_SIZE(batch));
-    PyObject** const items = reinterpret_cast<PyListObject*>(batch)->ob_item;
+    // (Nothing below runs Python code, so the list stays as it is while it is read.)
+    items = reinterpret_cast<PyListObject*>(batch)->ob_item;
+    n = static_cast<std::size_t>(PyList_GET_SIZE(batch));
+    take = true;
     out.owned.reserve(n);
-    out.refs.reserve(n);
-    for (std::size_t i = 0; i < n; ++i) {
-      if (i + Texts::kHeadersAhead < n) __builtin_prefetch(items[i + Texts::kHeadersAhead]);
-      out.refs.push_back(text_ref(items[i]));
-      Py_INCREF(items[i]);
-      out.owned.push_back(items[i]);
-    }
-    return out;
   }
 #endif
-  out.held = PyTuple_Check(batch) ? nb::borrow(batch) : nb::steal(PySequence_Tuple(batch));
-  if (!out.held.is_valid()) throw nb::python_error();
-  const auto n = static_cast<std::size_t>(PyTuple_GET_SIZE(out.held.ptr()));
-  PyObject** const items = reinterpret_cast<PyTupleObject*>(out.held.ptr())->ob_item;
+  if (!take) {
+    out.held = PyTuple_Check(batch) ? nb::borrow(batch) : nb::steal(PySequence_Tuple(batch));
+    if (!out.held.is_valid()) throw nb::python_error();
+    items = reinterpret_cast<PyTupleObject*>(out.held.ptr())->ob_item;
+    n = static_cast<std::size_t>(PyTuple_GET_SIZE(out.held.ptr()));
+  }
   out.refs.reserve(n);
   for (std::size_t i = 0; i < n; ++i) {
     if (i + Texts::kHeadersAhead < n) __builtin_prefetch(items[i + Texts::kHeadersAhead]);
     out.refs.push_back(text_ref(items[i]));
+    if (take) {
+      Py_INCREF(items[i]);
+      out.owned.push_back(items[i]);
+    }
   }
   return out;
 }
