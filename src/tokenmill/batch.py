@@ -37,8 +37,9 @@ def encode_np(tok: Tokenizer, texts: Sequence[str], *, padded: bool = False, pad
     """
     import numpy as np
 
-    from tokenmill.tokenizer import _threads
+    from tokenmill.tokenizer import _asked_threads, _threads
 
+    _asked_threads(num_threads)
     if side not in ("right", "left"):
         raise InputError(f"side must be 'right' or 'left', got {side!r}")
     vocab_size = tok.get_vocab_size()
@@ -52,7 +53,7 @@ def encode_np(tok: Tokenizer, texts: Sequence[str], *, padded: bool = False, pad
     if native is not None:
         try:
             ids, offsets = _core.encode_ids_flat(native[0], native[1], texts,
-                                                 num_threads or _threads(len(texts)), narrow,
+                                                 _threads(len(texts), num_threads), narrow,
                                                  separator)
         except (TypeError, UnicodeError):
             check_texts(texts)
@@ -82,14 +83,15 @@ def encode_np(tok: Tokenizer, texts: Sequence[str], *, padded: bool = False, pad
 def count_tokens(tok: Tokenizer, texts: Sequence[str], *,
                  num_threads: int | None = None) -> list[int]:
     """How many tokens :meth:`Tokenizer.encode_ordinary` gives each text, without keeping ids."""
-    from tokenmill.tokenizer import _threads
+    from tokenmill.tokenizer import _asked_threads, _threads
 
+    _asked_threads(num_threads)
     texts = text_batch(texts)
     native = _native(tok)
     if native is not None:
         try:
             return _core.count_tokens(native[0], native[1], texts,
-                                      num_threads or _threads(len(texts)))
+                                      _threads(len(texts), num_threads))
         except (TypeError, UnicodeError):
             check_texts(texts)
             raise

@@ -5,6 +5,7 @@ from __future__ import annotations
 import gc
 import hashlib
 import json
+import operator
 import os
 import random
 from collections import Counter
@@ -328,6 +329,7 @@ class Tokenizer:
                               num_threads: int | None = None) -> list[list[int]]:
         """:meth:`encode_ordinary` of each text, on ``num_threads`` native threads (default:
         every core this process may use) with the GIL released."""
+        _asked_threads(num_threads)
         native = self.native_plan()
         bert_plan = bert.native_plan(self)
         if (native is None and bert_plan is None) or \
@@ -339,10 +341,10 @@ class Tokenizer:
             # end of the batch, where nothing overlaps it; measured slower on 1 and 2 threads.)
             if native is not None:
                 return _core.encode_ids_batch(native[0], native[1], texts,
-                                              num_threads or _threads(len(texts)))
+                                              _threads(len(texts), num_threads))
             plan = cast(tuple, bert_plan)  # one of the two plans, checked above
             return _core.bert_encode_batch(plan[0], plan[1], texts,
-                                           num_threads or _threads(len(texts)), False)
+                                           _threads(len(texts), num_threads), False)
         except (TypeError, UnicodeError):
             check_texts(texts)
             raise
@@ -362,6 +364,7 @@ class Tokenizer:
         BERT's WordPiece pipeline) and there is no dropout, the texts go through it in one call
         on ``num_threads`` native threads (default: every core this process may use) with the
         GIL released; the Encodings are the same as :meth:`encode` gives each input."""
+        _asked_threads(num_threads)
         drop = self._dropout(dropout, seed)
         truncation = truncation or self.truncation
         items = [_batch_item(item, i) for i, item in enumerate(inputs)]
@@ -433,7 +436,7 @@ class Tokenizer:
                     text_parts = [t[a:b] for token, a, b in cut if token is None]
                     pieces += text_parts
                     cuts.append((cut, len(text_parts)))
-        threads = num_threads or _threads(len(pieces))
+        threads = _threads(len(pieces), num_threads)
         try:
             if native is not None:
                 encoded = _core.encode_offsets_batch(native[0], native[1], pieces, threads)
@@ -714,15 +717,37 @@ def _batch_item(item: str | tuple[str, str], i: int) -> tuple[str, str | None]:
                      f"{type(item).__name__}")
 
 
-def _threads(texts: int | None = None) -> int:
-    """Threads the core uses for a batch of ``texts`` (None: a stream of batches):
-    TOKENMILL_NUM_THREADS, else the cores this process may run on; 1 for fewer than two texts
-    (texts are never split across threads, and asking the environment and the scheduler cost
-    more than counting a sentence's tokens)."""
+def _asked_threads(asked: int | None) -> int | None:
+    """A caller's ``num_threads``, checked: None, or a positive integer (an int or any object
+    with ``__index__``, as a numpy integer); InputError otherwise."""
+    if asked is None:
+        return None
+    try:
+        n = operator.index(asked)
+    except TypeError:
+        n = 0
+    if isinstance(asked, bool) or n < 1:
+        raise InputError(f"num_threads must be a positive number of threads (or None: every "
+                         f"core this process may use), got {asked!r}")
+    return n
+
+
+def _threads(texts: int | None = None, asked: int | None = None) -> int:
+    """Threads the core uses for a batch of ``texts`` (None: a stream of batches): ``asked``
+    (a caller's ``num_threads``) if given, else TOKENMILL_NUM_THREADS, else the cores this
+    process may run on; 1 for fewer than two texts (texts are never split across threads, and
+    asking the environment and the scheduler cost more than counting a sentence's tokens).
+    InputError for an ``asked`` or a TOKENMILL_NUM_THREADS that is not a positive count."""
+    chosen = _asked_threads(asked)
+    if chosen is not None:
+        return chosen
     if texts is not None and texts < 2:
         return 1
-    env = os.environ.get("TOKENMILL_NUM_THREADS", "")
-    if env.isdigit() and int(env) > 0:
+    env = os.environ.get("TOKENMILL_NUM_THREADS", "").strip()
+    if env:
+        if not env.isdigit() or int(env) < 1:
+            raise InputError(f"TOKENMILL_NUM_THREADS must be a positive number of threads, "
+                             f"got {env!r}")
         return int(env)
     return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
 

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 import numpy as np
 import pytest
 from hypothesis import given, settings
@@ -246,6 +248,39 @@ def test_a_bad_text_is_named(cl100k, call, threads):
     # and the next batch is encoded as ever
     assert cl100k.encode_ordinary_batch(["fine"] * 300, num_threads=threads) == \
         [cl100k.encode_ordinary("fine")] * 300
+
+
+@pytest.mark.parametrize("call", ["encode_batch_np", "count_tokens", "encode_ordinary_batch",
+                                  "encode_batch"])
+def test_a_thread_count_that_is_not_one_is_named(cl100k, call, monkeypatch):
+    texts = ["one text", "and another"]
+    for bad in (0, -1, 1.5, "2", True):
+        with pytest.raises(tokenmill.InputError,
+                           match=rf"num_threads must be a positive number of threads .*got "
+                                 rf"{re.escape(repr(bad))}$"):
+            getattr(cl100k, call)(texts, num_threads=bad)
+    # any integer type will do (a numpy one too), and so will more threads than texts
+    expected = getattr(cl100k, call)(texts, num_threads=1)
+    for good in (np.int64(2), 64):
+        out = getattr(cl100k, call)(texts, num_threads=good)
+        if call == "encode_batch_np":
+            assert out["ids"].tolist() == expected["ids"].tolist()
+        elif call == "encode_batch":
+            assert [e.ids for e in out] == [e.ids for e in expected]
+        else:
+            assert out == expected
+    # the environment's count is checked as the caller's is, and given way to by it
+    for bad in ("0", "-2", "two", "1.5"):
+        monkeypatch.setenv("TOKENMILL_NUM_THREADS", bad)
+        with pytest.raises(tokenmill.InputError,
+                           match=rf"^TOKENMILL_NUM_THREADS must be a positive number of threads, "
+                                 rf"got '{re.escape(bad)}'$"):
+            getattr(cl100k, call)(texts)
+        getattr(cl100k, call)(texts, num_threads=2)
+    monkeypatch.setenv("TOKENMILL_NUM_THREADS", " 2 ")
+    getattr(cl100k, call)(texts)
+    monkeypatch.setenv("TOKENMILL_NUM_THREADS", "")  # (as if unset)
+    getattr(cl100k, call)(texts)
 
 
 @pytest.mark.parametrize("threads", [1, 2])
