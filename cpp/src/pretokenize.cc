@@ -422,7 +422,7 @@ void scan_text(SplitPattern pattern, const S& s, std::vector<uint32_t>& ends) {
 // Sixty-four bytes as bit masks (bit j for byte j): letters (ASCII ones, both bytes of each
 // Latin-1 letter, U+00C0 to U+00FF but the signs U+00D7 and U+00F7, and all bytes of the
 // other letters of two bytes and of some of three, up to the first character that is not one
-// of these), ASCII digits, uppercase letters (of those), spaces (' ' only),
+// of these), ASCII digits, uppercase letters (of those), spaces (' ' only), tabs,
 // punctuation (printable ASCII punctuation but the apostrophe, which may start a contraction,
 // and the three bytes of each quote or dash below), \r and \n, the first bytes of those
 // quotes and dashes, and the other bytes of 0x80 and over.
@@ -431,6 +431,7 @@ struct Block64 {
   uint64_t digit;
   uint64_t upper;
   uint64_t space;
+  uint64_t tab;
   uint64_t punct;
   uint64_t newline;
   uint64_t quote;
@@ -481,6 +482,7 @@ inline Block64 classify64(const unsigned char* p) {
   const __m128i big_a = _mm_set1_epi8('A');
   const __m128i limit = _mm_set1_epi8(static_cast<char>(26 ^ 0x80));
   const __m128i space = _mm_set1_epi8(' ');
+  const __m128i tab = _mm_set1_epi8('\t');
   const __m128i bang = _mm_set1_epi8('!');
   const __m128i printable = _mm_set1_epi8(static_cast<char>(('~' - '!' + 1) ^ 0x80));
   const __m128i zero = _mm_set1_epi8('0');
@@ -491,8 +493,9 @@ inline Block64 classify64(const unsigned char* p) {
   auto mask = [](__m128i m) {
     return static_cast<uint64_t>(static_cast<unsigned>(_mm_movemask_epi8(m)));
   };
-  Block64 b{0, 0, 0, 0, 0, 0, 0, 0};
+  Block64 b{0, 0, 0, 0, 0, 0, 0, 0, 0};
   __m128i any_digit = _mm_setzero_si128();
+  __m128i any_tab = _mm_setzero_si128();
   for (int k = 0; k < 4; ++k) {
     const __m128i v = _mm_loadu_si128(reinterpret_cast<const __m128i*>(p + 16 * k));
     const __m128i letter =
@@ -510,12 +513,19 @@ inline Block64 classify64(const unsigned char* p) {
     b.newline |= mask(_mm_or_si128(_mm_cmpeq_epi8(v, cr), _mm_cmpeq_epi8(v, lf))) << shift;
     b.high |= mask(v) << shift;
     any_digit = _mm_or_si128(any_digit, digit);
+    any_tab = _mm_or_si128(any_tab, _mm_cmpeq_epi8(v, tab));
   }
   if (_mm_movemask_epi8(any_digit) != 0) {  // (few blocks of English)
     for (int k = 0; k < 4; ++k) {
       const __m128i v = _mm_loadu_si128(reinterpret_cast<const __m128i*>(p + 16 * k));
       const __m128i digit = _mm_cmplt_epi8(_mm_xor_si128(_mm_sub_epi8(v, zero), flip), ten);
       b.digit |= mask(digit) << (16 * k);
+    }
+  }
+  if (_mm_movemask_epi8(any_tab) != 0) {  // (no block of English, some of code)
+    for (int k = 0; k < 4; ++k) {
+      const __m128i v = _mm_loadu_si128(reinterpret_cast<const __m128i*>(p + 16 * k));
+      b.tab |= mask(_mm_cmpeq_epi8(v, tab)) << (16 * k);
     }
   }
   if (b.high == 0) return b;  // (most blocks of English and code)
@@ -616,9 +626,11 @@ inline Block64 classify64(const unsigned char* p) {
 // the text ends (the bytes from there on are zeros). cl100k_family: the pattern is
 // cl100k_base's or o200k_base's, not GPT-2's. The pieces:
 // - a word " ?[A-Za-z]+" (a space and letters, those of two bytes too; the first may lack the
-//   space). With split_case (o200k_base) a letter run is cut where an uppercase letter follows
-//   a lowercase one ([A-Z]*[a-z]+ and [A-Z]+[a-z]*, every letter here being Lu, Lt or Ll);
-// - a run of spaces before a word or punctuation, but its last space (\s+(?!\S));
+//   space, or with cl100k_family be a tab). With split_case (o200k_base) a letter run is cut
+//   where an uppercase letter follows a lowercase one ([A-Z]*[a-z]+ and [A-Z]+[a-z]*, every
+//   letter here being Lu, Lt or Ll);
+// - a run of spaces (and with cl100k_family, tabs) before a word or punctuation, but its last
+//   one (\s+(?!\S)); and with cl100k_family, a tab before punctuation or a digit (\s+);
 // - a run of punctuation, or a space and one, ending before a space, a letter, the text's end
 //   or (with cl100k_family) the newlines its piece takes ([\r\n]* in cl100k_base, [\r\n/]* in
 //   o200k_base). No word alternative takes such a run but, with cl100k_family, a single
@@ -643,17 +655,27 @@ inline Block64 classify64(const unsigned char* p) {
 template <bool split_case, bool cl100k_family, bool digits>
 TOKENMILL_ALWAYS_INLINE size_t block_pieces(const Block64& b, const unsigned char* p, size_t i,
                                             uint64_t text_end, size_t* ends, size_t max) {
-  const uint64_t space_word = b.space & (b.letter >> 1);  // a space with a letter after it
-  // A space with another after it: all but the last of a run (the run is a piece of its own
-  // only if it ends before a word or punctuation, and then its last space is a space_word or a
-  // space_punct; a run that ends otherwise ends the region at its last space, its piece
-  // unfinished).
-  const uint64_t space_space = b.space & (b.space >> 1);
+  // With cl100k_family, tabs: a tab is a word's prefix as a space is ("\tname", the optional
+  // [^\r\n\p{L}\p{N}] of the word alternatives), and one of a run of spaces and tabs, but
+  // before punctuation or a digit it is a piece of its own (\s+: only a space goes with the
+  // punctuation after it, " ?[^\s\p{L}\p{N}]+"), and the punctuation after it may be the prefix
+  // of a word. (GPT-2's pattern has no such prefix: there a tab is a piece of its own before a
+  // word too, and ends the region.) The indentation of C and Go, a fifth of the pieces of
+  // code the general path took.
+  const uint64_t tab = cl100k_family ? b.tab : 0;
+  const uint64_t blank = b.space | tab;
+  const uint64_t space_word = blank & (b.letter >> 1);  // a space or tab with a letter after it
+  // A space or tab with another after it: all but the last of a run (the run is a piece of its
+  // own only if it ends before a word, punctuation or a digit, and then its last one is a
+  // space_word, a space_punct, a tab_punct or a space_digit; a run that ends otherwise ends the
+  // region at its last one, its piece unfinished).
+  const uint64_t space_space = blank & (blank >> 1);
   const uint64_t space_punct = b.space & (b.punct >> 1);  // starts " ?[^\s\p{L}\p{N}]+"
-  // With cl100k_family, ASCII digits, and a space before one.
+  const uint64_t tab_punct = tab & (b.punct >> 1);        // a piece of its own
+  // With cl100k_family, ASCII digits, and a space or tab before one (a piece of its own).
   const uint64_t digit = digits ? b.digit : 0;
-  const uint64_t space_digit = b.space & (digit >> 1);
-  const uint64_t spaced = space_word | space_space | space_punct | space_digit;
+  const uint64_t space_digit = blank & (digit >> 1);
+  const uint64_t spaced = space_word | space_space | space_punct | tab_punct | space_digit;
   if (((b.letter | spaced | b.punct) & 1) == 0) return 0;
   // With cl100k_family, the newlines right after a run of punctuation, which its piece takes:
   // each run of them that starts after punctuation, found by carrying a bit through it (the
@@ -688,7 +710,7 @@ TOKENMILL_ALWAYS_INLINE size_t block_pieces(const Block64& b, const unsigned cha
   // letter: a word's prefix. An ASCII one, or the three bytes of a quote or dash.
   uint64_t prefix = 0;
   if (cl100k_family) {
-    const uint64_t after = ((b.letter | digit | tail | line_break) << 1) | 1;
+    const uint64_t after = ((b.letter | digit | tail | line_break | tab) << 1) | 1;
     prefix = b.punct & (b.letter >> 1) & after;
     if (b.quote != 0) {  // (few blocks)
       const uint64_t quote = b.quote & after & (b.letter >> 3);
@@ -706,7 +728,7 @@ TOKENMILL_ALWAYS_INLINE size_t block_pieces(const Block64& b, const unsigned cha
   // the first of a run of punctuation after a letter or a newline (a prefix is one such run),
   // at a newline after a letter, and at a letter after punctuation that is not its prefix or
   // after a newline.
-  uint64_t starts = space_word | space_punct | (space_space & ~(b.space << 1)) |
+  uint64_t starts = space_word | space_punct | tab_punct | (space_space & ~(blank << 1)) |
                     (b.punct & ~(b.punct << 1) & ~(b.space << 1)) |
                     (line_break & ((b.letter | digit) << 1)) | space_digit |
                     (digit & ~(digit << 1)) |
@@ -742,12 +764,13 @@ TOKENMILL_ALWAYS_INLINE size_t word_run(const unsigned char* p, size_t i, uint64
   return block_pieces<split_case, cl100k_family, false>(b, p, i, text_end, ends, max);
 }
 
-// Whether word_run may take a piece that starts with byte c: a letter, a space, or the first
-// byte of a quote or dash. (Not ASCII punctuation: in code, most pieces that start with it
-// after the general path's are taken by ascii_other_run, and a block classified for them
-// cost more than it gave.)
+// Whether word_run may take a piece that starts with byte c: a letter, a space, the first
+// byte of a quote or dash, or (cl100k_family) a tab. (Not ASCII punctuation: in code, most
+// pieces that start with it after the general path's are taken by ascii_other_run, and a block
+// classified for them cost more than it gave.)
+template <bool cl100k_family>
 inline bool may_start_block(unsigned char c) {
-  return letter_ascii(c) || c == ' ' || c == 0xE2;
+  return letter_ascii(c) || c == ' ' || c == 0xE2 || (cl100k_family && c == '\t');
 }
 #endif
 
@@ -771,7 +794,7 @@ size_t scan_pieces_with(std::string_view text, size_t i, size_t* ends, size_t ma
 #ifdef TOKENMILL_SSE2
     // (A word starts here, a letter or a space and a letter; or a run of spaces, as before
     // each line of indented code; or a space and punctuation, as in " = "; or a quote or dash.)
-    if (kBlocks && may_start_block(bytes[i])) {
+    if (kBlocks && may_start_block<kFamily>(bytes[i])) {
       size_t got = 0;
       const size_t avail = text.size() - i;
       if (avail >= 64) {

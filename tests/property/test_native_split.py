@@ -127,7 +127,8 @@ word_stream = st.lists(
 # Code, as the byte scanners' masks meet it: identifiers with a character of punctuation
 # between words ("self.name", "snake_case", "f(arg"), which the word alternatives of cl100k_base
 # and o200k_base take as a prefix and GPT-2's pattern does not; runs of indentation, which are
-# pieces of their own before a word but their last space; and whatever may end such a run.
+# pieces of their own before a word but their last space (or tab, which the word takes in
+# cl100k_base and o200k_base, not in GPT-2); and whatever may end such a run.
 code_stream = st.lists(
     st.one_of(
         st.text(st.sampled_from("abcxyzABCXYZs"), min_size=1, max_size=10),
@@ -135,6 +136,8 @@ code_stream = st.lists(
                                                                        "\u00e9", "\u4e2d", "9"]),
         st.text(st.sampled_from(" "), min_size=1, max_size=9),
         st.sampled_from(["\n", "\n    ", "\n        ", ":\n    ", "\t", " \n", "\r\n  ", "'s"]),
+        # tabs: indentation, alignment, and a tab beside every other kind of character
+        st.sampled_from(["\t", "\t\t", "\t\t\t", "\n\t", "\n\t\t", " \t", "\t ", "\t\n"]),
     ),
     min_size=16, max_size=80,
 ).map("".join)
@@ -224,6 +227,11 @@ def test_utf8_scanners_on_streams_of_words_code_prose_and_numbers(text, skip):
 @pytest.mark.parametrize("text", [
     "in 1865, 12 of 345 (6.7%) and 1234567 x1 2x " * 3,  # digit runs of 1 to 7, in blocks
     "a  12  b 1\n2\n\nx 12\u00b2 3\u0663 4.x",             # spaces and newlines beside digits
+    # tabs, as C and Go indent with them, beside words, punctuation, digits, spaces, newlines
+    # and quotes, in runs, at a text's end and across a block's edge
+    "func f() {\n\tif x {\n\t\treturn 1\n\t}\n\t\t(a\t)\t[b] \t}\n\t1\t 2 \t3\tx\t\n\t\t\n"
+    "\tend\t.name\t\u201cq\u201d\t'x' \t\u00e9t\u00e9\tA\tBc\tdEf\t\t",
+    "x" * 62 + "\t\ty\t(z" + "\t" * 70 + "w",
     # runs of three-byte characters (read without the general decoder), ending on anything
     "\u4e2d\u6587\u3001\u65e5\u672c\u8a9e\u30c6\u30ad\u30b9\u30c8\u30fc\u3002"
     "\ud55c\uad6d\uc5b4 \u0e44\u0e17\u0e22",
