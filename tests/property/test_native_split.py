@@ -232,6 +232,12 @@ def test_utf8_scanners_on_streams_of_words_code_prose_and_numbers(text, skip):
     "func f() {\n\tif x {\n\t\treturn 1\n\t}\n\t\t(a\t)\t[b] \t}\n\t1\t 2 \t3\tx\t\n\t\t\n"
     "\tend\t.name\t\u201cq\u201d\t'x' \t\u00e9t\u00e9\tA\tBc\tdEf\t\t",
     "x" * 62 + "\t\ty\t(z" + "\t" * 70 + "w",
+    # newlines before indentation that ends at a word, punctuation or a digit (the newline a
+    # piece of its own) or at another newline, a quote, an apostrophe, a letter beyond ASCII, a
+    # vertical tab or the text's end (the run taken with the newlines)
+    "def f(x):\n    y = x\n  \n    return y\n\n  \t\n\t z\n   'q'\n  \u00e9\n  9\n  (a)\n"
+    "\t\t\u201cs\u201d\n \x0b x\n\r\n  }\nend\n    ",
+    "a" * 60 + "\n    b\n" + " " * 70 + "c\n  ",
     # runs of three-byte characters (read without the general decoder), ending on anything
     "\u4e2d\u6587\u3001\u65e5\u672c\u8a9e\u30c6\u30ad\u30b9\u30c8\u30fc\u3002"
     "\ud55c\uad6d\uc5b4 \u0e44\u0e17\u0e22",
