@@ -68,6 +68,9 @@ def encode_shards(tok: Tokenizer, inputs: Sequence[str | os.PathLike[str]],
     """
     if engine not in ("local", "dask"):
         raise InputError(f"engine must be 'local' or 'dask', got {engine!r}")
+    from tokenmill.tokenizer import _asked_threads
+
+    _asked_threads(num_threads)  # (here, not on a worker after the shards are planned)
     out = Path(output_dir)
     if not out.parent.is_dir():
         raise InputError(f"{out}: directory {out.parent} does not exist")

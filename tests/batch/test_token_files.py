@@ -79,6 +79,16 @@ def test_a_failed_write_leaves_nothing(gpt2, tmp_path, monkeypatch):
     assert list(tmp_path.iterdir()) == []
 
 
+def test_a_bad_thread_count_is_refused_before_the_corpus_is_read(gpt2, tmp_path):
+    def batches():
+        raise AssertionError("read")
+        yield DOCS
+
+    with pytest.raises(InputError, match=r"^num_threads must be a positive number of threads"):
+        encode_corpus(gpt2, batches(), tmp_path / "out.bin", num_threads=0)
+    assert list(tmp_path.iterdir()) == []
+
+
 @pytest.mark.parametrize("which", ["", ".idx", ".json"])
 def test_a_pipe_in_the_way_is_refused_before_encoding(gpt2, tmp_path, which):
     out = tmp_path / "out.bin"

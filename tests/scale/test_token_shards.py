@@ -72,6 +72,13 @@ def test_shards_equal_one_pass_over_the_corpus(gpt2, corpus, tmp_path, monkeypat
     assert manifest["fingerprint"] == gpt2.fingerprint() and manifest["dtype"] == "uint16"
 
 
+def test_a_bad_thread_count_is_refused_before_anything_is_written(gpt2, corpus, tmp_path):
+    out = tmp_path / "shards"
+    with pytest.raises(InputError, match=r"^num_threads must be a positive number of threads"):
+        encode_shards(gpt2, [corpus], out, num_threads=-2)
+    assert not out.exists()
+
+
 def test_a_rerun_keeps_finished_shards_and_redoes_changed_ones(gpt2, corpus, tmp_path,
                                                                monkeypatch):
     out = tmp_path / "tokens"
