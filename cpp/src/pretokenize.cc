@@ -724,10 +724,11 @@ TOKENMILL_ALWAYS_INLINE size_t block_pieces(const Block64& b, const unsigned cha
       ~(b.letter | digit | spaced | punct_in | tail | line_break) | (four & (~four + 1));
   const unsigned end = out == 0 ? 64u : static_cast<unsigned>(__builtin_ctzll(out));
   const uint64_t region = end == 64 ? ~uint64_t{0} : (uint64_t{1} << end) - 1;
-  // Pieces start at a space before a word or punctuation, at the first of a run of spaces, at
-  // the first of a run of punctuation after a letter or a newline (a prefix is one such run),
-  // at a newline after a letter, and at a letter after punctuation that is not its prefix or
-  // after a newline.
+  // Pieces start at a space or tab before a word, at a space before punctuation, at a tab
+  // before punctuation or a digit, at the first of a run of spaces and tabs, at the first of a
+  // run of punctuation after a letter, a tab or a newline (a prefix is one such run), at a
+  // newline after a letter, and at a letter after punctuation that is not its prefix or after
+  // a newline.
   uint64_t starts = space_word | space_punct | tab_punct | (space_space & ~(blank << 1)) |
                     (b.punct & ~(b.punct << 1) & ~(b.space << 1)) |
                     (line_break & ((b.letter | digit) << 1)) | space_digit |

@@ -126,8 +126,14 @@ def check_text(text: str, what: str = "text") -> None:
 def text_batch(texts: Iterable[str]) -> Sequence[str]:
     """A batch's texts as the core takes them: the caller's own list or tuple (the core keeps
     each text alive itself while it works), anything else made a list. (A copy here was one
-    more pass over every text, to take a reference and to give it back.)"""
-    return texts if isinstance(texts, (list, tuple)) else list(texts)
+    more pass over every text, to take a reference and to give it back.) InputError for one
+    str (or bytes) given as the batch, whose characters would each be taken for a text."""
+    if isinstance(texts, (list, tuple)):
+        return texts
+    if isinstance(texts, (str, bytes)):
+        raise InputError(f"texts: expected a batch (a list of strings), got one "
+                         f"{type(texts).__name__}; encode a single text with encode_ordinary")
+    return list(texts)
 
 
 def check_texts(texts: Sequence[str]) -> None:

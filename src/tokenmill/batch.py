@@ -6,6 +6,7 @@ per token. numpy is imported only here, when asked for.
 
 from __future__ import annotations
 
+import operator
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
@@ -42,6 +43,15 @@ def encode_np(tok: Tokenizer, texts: Sequence[str], *, padded: bool = False, pad
     _asked_threads(num_threads)
     if side not in ("right", "left"):
         raise InputError(f"side must be 'right' or 'left', got {side!r}")
+    if padded:
+        try:
+            pad = -1 if isinstance(pad_id, bool) else operator.index(pad_id)
+        except TypeError:
+            pad = -1
+        if not 0 <= pad < 1 << 32:
+            raise InputError(f"pad_id must be an id in [0, 2**32) (the arrays are unsigned), "
+                             f"got {pad_id!r}")
+        pad_id = pad
     vocab_size = tok.get_vocab_size()
     if separator is not None and not (isinstance(separator, int) and 0 <= separator < vocab_size):
         raise InputError(f"separator {separator!r} is not an id of the tokenizer (vocabulary "

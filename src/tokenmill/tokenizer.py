@@ -328,14 +328,14 @@ class Tokenizer:
     def encode_ordinary_batch(self, texts: Sequence[str], *,
                               num_threads: int | None = None) -> list[list[int]]:
         """:meth:`encode_ordinary` of each text, on ``num_threads`` native threads (default:
-        every core this process may use) with the GIL released."""
+        TOKENMILL_NUM_THREADS, else every core this process may use) with the GIL released."""
         _asked_threads(num_threads)
+        texts = text_batch(texts)
         native = self.native_plan()
         bert_plan = bert.native_plan(self)
         if (native is None and bert_plan is None) or \
                 any(not t.special for t in self._added.tokens):
             return [self.encode_ordinary(t) for t in texts]
-        texts = text_batch(texts)
         try:
             # (The cyclic GC stays on: pausing it only moved its walk over the new lists to the
             # end of the batch, where nothing overlaps it; measured slower on 1 and 2 threads.)
@@ -362,9 +362,14 @@ class Tokenizer:
 
         Where the core encodes the tokenizer's texts (byte-level BPE with a GPT-family split,
         BERT's WordPiece pipeline) and there is no dropout, the texts go through it in one call
-        on ``num_threads`` native threads (default: every core this process may use) with the
-        GIL released; the Encodings are the same as :meth:`encode` gives each input."""
+        on ``num_threads`` native threads (default: TOKENMILL_NUM_THREADS, else every core this
+        process may use) with the GIL released; the Encodings are the same as :meth:`encode`
+        gives each input."""
         _asked_threads(num_threads)
+        if isinstance(inputs, (str, bytes)):
+            raise InputError(f"inputs: expected a batch (a list of strings or of (text, pair) "
+                             f"tuples), got one {type(inputs).__name__}; encode a single input "
+                             f"with encode")
         drop = self._dropout(dropout, seed)
         truncation = truncation or self.truncation
         items = [_batch_item(item, i) for i, item in enumerate(inputs)]
@@ -727,29 +732,39 @@ def _asked_threads(asked: int | None) -> int | None:
     except TypeError:
         n = 0
     if isinstance(asked, bool) or n < 1:
-        raise InputError(f"num_threads must be a positive number of threads (or None: every "
-                         f"core this process may use), got {asked!r}")
+        raise InputError(f"num_threads must be a positive number of threads (or None: "
+                         f"TOKENMILL_NUM_THREADS, else every core this process may use), got "
+                         f"{asked!r}")
     return n
+
+
+# More threads than this are never started, whatever is asked (each is a native thread).
+_MAX_THREADS = 1 << 12
 
 
 def _threads(texts: int | None = None, asked: int | None = None) -> int:
     """Threads the core uses for a batch of ``texts`` (None: a stream of batches): ``asked``
     (a caller's ``num_threads``) if given, else TOKENMILL_NUM_THREADS, else the cores this
     process may run on; 1 for fewer than two texts (texts are never split across threads, and
-    asking the environment and the scheduler cost more than counting a sentence's tokens).
-    InputError for an ``asked`` or a TOKENMILL_NUM_THREADS that is not a positive count."""
+    asking the scheduler costs more than counting a sentence's tokens); never more than the
+    texts, nor than _MAX_THREADS. InputError for an ``asked`` or a TOKENMILL_NUM_THREADS that is
+    not a positive count (the variable is checked for every batch, whatever its size)."""
     chosen = _asked_threads(asked)
-    if chosen is not None:
-        return chosen
-    if texts is not None and texts < 2:
-        return 1
-    env = os.environ.get("TOKENMILL_NUM_THREADS", "").strip()
-    if env:
-        if not env.isdigit() or int(env) < 1:
-            raise InputError(f"TOKENMILL_NUM_THREADS must be a positive number of threads, "
-                             f"got {env!r}")
-        return int(env)
-    return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
+    if chosen is None:
+        env = os.environ.get("TOKENMILL_NUM_THREADS", "").strip()
+        if env:
+            if not (env.isascii() and env.isdigit()) or int(env) < 1:
+                raise InputError(f"TOKENMILL_NUM_THREADS must be a positive number of threads, "
+                                 f"got {env!r}")
+            chosen = int(env)
+        elif texts is not None and texts < 2:
+            return 1
+        else:
+            chosen = (len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity")
+                      else os.cpu_count() or 1)
+    if texts is not None:
+        chosen = min(chosen, max(texts, 1))
+    return min(chosen, _MAX_THREADS)
 
 
 def _count_natively(texts: Iterable[str], scanner: int, byte_level: bool) -> Counter[str]:

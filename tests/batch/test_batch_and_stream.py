@@ -252,16 +252,25 @@ def test_a_bad_text_is_named(cl100k, call, threads):
 
 @pytest.mark.parametrize("call", ["encode_batch_np", "count_tokens", "encode_ordinary_batch",
                                   "encode_batch"])
-def test_a_thread_count_that_is_not_one_is_named(cl100k, call, monkeypatch):
+def test_a_thread_count_that_is_not_positive_is_named(cl100k, call, monkeypatch):
     texts = ["one text", "and another"]
+    python_path = Tokenizer(BPE({}, []), pre_tokenizer=pre_tokenizers.Whitespace())
+    python_path.train_from_iterator(["one text"], BPETrainer(vocab_size=30))
+    assert python_path.native_plan() is None
     for bad in (0, -1, 1.5, "2", True):
-        with pytest.raises(tokenmill.InputError,
-                           match=rf"num_threads must be a positive number of threads .*got "
-                                 rf"{re.escape(repr(bad))}$"):
-            getattr(cl100k, call)(texts, num_threads=bad)
-    # any integer type will do (a numpy one too), and so will more threads than texts
+        message = (rf"^num_threads must be a positive number of threads .*got "
+                   rf"{re.escape(repr(bad))}$")
+        for tok, batch in ((cl100k, texts), (cl100k, texts[:1]), (cl100k, []),
+                           (python_path, texts)):
+            with pytest.raises(tokenmill.InputError, match=message):
+                getattr(tok, call)(batch, num_threads=bad)
+    if call == "encode_batch":  # (dropout takes the Python path)
+        with pytest.raises(tokenmill.InputError, match=r"^num_threads must be"):
+            cl100k.encode_batch(texts, dropout=0.1, num_threads=0)
+    # any integer type will do (a numpy one too), and so will more threads than texts, or than
+    # any machine has
     expected = getattr(cl100k, call)(texts, num_threads=1)
-    for good in (np.int64(2), 64):
+    for good in (np.int64(2), 64, 2 ** 64):
         out = getattr(cl100k, call)(texts, num_threads=good)
         if call == "encode_batch_np":
             assert out["ids"].tolist() == expected["ids"].tolist()
@@ -269,18 +278,61 @@ def test_a_thread_count_that_is_not_one_is_named(cl100k, call, monkeypatch):
             assert [e.ids for e in out] == [e.ids for e in expected]
         else:
             assert out == expected
-    # the environment's count is checked as the caller's is, and given way to by it
-    for bad in ("0", "-2", "two", "1.5"):
+    # the environment's count is checked as the caller's is, for a batch of any size, and
+    # given way to by the caller's
+    for bad in ("0", "-2", "two", "1.5", "\u00b2", "\u0663"):
         monkeypatch.setenv("TOKENMILL_NUM_THREADS", bad)
-        with pytest.raises(tokenmill.InputError,
-                           match=rf"^TOKENMILL_NUM_THREADS must be a positive number of threads, "
-                                 rf"got '{re.escape(bad)}'$"):
-            getattr(cl100k, call)(texts)
+        for batch in (texts, texts[:1]):
+            with pytest.raises(tokenmill.InputError,
+                               match=rf"^TOKENMILL_NUM_THREADS must be a positive number of "
+                                     rf"threads, got '{re.escape(bad)}'$"):
+                getattr(cl100k, call)(batch)
         getattr(cl100k, call)(texts, num_threads=2)
     monkeypatch.setenv("TOKENMILL_NUM_THREADS", " 2 ")
     getattr(cl100k, call)(texts)
     monkeypatch.setenv("TOKENMILL_NUM_THREADS", "")  # (as if unset)
     getattr(cl100k, call)(texts)
+
+
+def test_the_environment_thread_count_is_checked_where_training_and_counting_read_it(
+        monkeypatch):
+    monkeypatch.setenv("TOKENMILL_NUM_THREADS", "none")
+    tok = Tokenizer(BPE({}, []), pre_tokenizer=pre_tokenizers.ByteLevel())
+    with pytest.raises(tokenmill.InputError, match=r"^TOKENMILL_NUM_THREADS must be"):
+        tok.train_from_iterator(["hello world"] * 3, BPETrainer(vocab_size=300))
+    monkeypatch.setenv("TOKENMILL_NUM_THREADS", "1")
+    tok.train_from_iterator(["hello world"] * 3, BPETrainer(vocab_size=300))
+    assert tok.encode_ordinary("hello") == [tok.token_to_id("hello")]
+
+
+@pytest.mark.parametrize("call", ["encode_batch_np", "count_tokens", "encode_ordinary_batch",
+                                  "encode_batch"])
+def test_one_string_is_not_a_batch(cl100k, call):
+    # (its characters would each be taken for a text)
+    for one in ("abc", b"abc"):
+        with pytest.raises(tokenmill.InputError,
+                           match=rf"expected a batch .*got one {type(one).__name__}; encode a "
+                                 rf"single"):
+            getattr(cl100k, call)(one)
+    # on the tokenizer-in-Python path too
+    tok = Tokenizer(BPE({}, []), pre_tokenizer=pre_tokenizers.Whitespace())
+    tok.train_from_iterator(["hello world"], BPETrainer(vocab_size=30))
+    with pytest.raises(tokenmill.InputError, match=r"expected a batch"):
+        getattr(tok, call)("hello")
+    # while any other iterable of strings still is one
+    assert cl100k.count_tokens(t for t in ["a b", "c"]) == [2, 1]
+
+
+def test_a_pad_id_the_arrays_cannot_hold_is_named(cl100k):
+    for bad in (-1, -100, 1 << 32, 1.0, True, "0"):
+        with pytest.raises(tokenmill.InputError,
+                           match=rf"^pad_id must be an id in \[0, 2\*\*32\) .*got "
+                                 rf"{re.escape(repr(bad))}$"):
+            cl100k.encode_batch_np(["a b", "c"], padded=True, pad_id=bad)
+    out = cl100k.encode_batch_np(["a b", "c"], padded=True, pad_id=np.uint32((1 << 32) - 1))
+    assert out["input_ids"][1].tolist() == cl100k.encode_ordinary("c") + [(1 << 32) - 1]
+    # (pad_id means nothing without padding)
+    assert cl100k.encode_batch_np(["a"], pad_id=-1)["ids"].tolist() == cl100k.encode_ordinary("a")
 
 
 @pytest.mark.parametrize("threads", [1, 2])
