@@ -8,6 +8,7 @@ from collections.abc import Iterable, Iterator, Sequence
 from pathlib import Path
 from typing import Literal
 
+from tokenmill._args import refuse_one_text
 from tokenmill.errors import InputError
 
 Errors = Literal["strict", "replace"]
@@ -130,9 +131,7 @@ def text_batch(texts: Iterable[str]) -> Sequence[str]:
     str (or bytes) given as the batch, whose characters would each be taken for a text."""
     if isinstance(texts, (list, tuple)):
         return texts
-    if isinstance(texts, (str, bytes)):
-        raise InputError(f"texts: expected a batch (a list of strings), got one "
-                         f"{type(texts).__name__}; encode a single text with encode_ordinary")
+    refuse_one_text(texts, "texts", "a list of strings", "encode_ordinary")
     return list(texts)
 
 

@@ -6,11 +6,11 @@ per token. numpy is imported only here, when asked for.
 
 from __future__ import annotations
 
-import operator
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from tokenmill import _core
+from tokenmill._args import checked_threads, integer_in, thread_count
 from tokenmill._io import check_texts, text_batch
 from tokenmill.errors import InputError
 
@@ -38,17 +38,12 @@ def encode_np(tok: Tokenizer, texts: Sequence[str], *, padded: bool = False, pad
     """
     import numpy as np
 
-    from tokenmill.tokenizer import _asked_threads, _threads
-
-    _asked_threads(num_threads)
+    checked_threads(num_threads)
     if side not in ("right", "left"):
         raise InputError(f"side must be 'right' or 'left', got {side!r}")
     if padded:
-        try:
-            pad = -1 if isinstance(pad_id, bool) else operator.index(pad_id)
-        except TypeError:
-            pad = -1
-        if not 0 <= pad < 1 << 32:
+        pad = integer_in(pad_id, 0, 1 << 32)
+        if pad is None:
             raise InputError(f"pad_id must be an id in [0, 2**32) (the arrays are unsigned), "
                              f"got {pad_id!r}")
         pad_id = pad
@@ -63,7 +58,7 @@ def encode_np(tok: Tokenizer, texts: Sequence[str], *, padded: bool = False, pad
     if native is not None:
         try:
             ids, offsets = _core.encode_ids_flat(native[0], native[1], texts,
-                                                 _threads(len(texts), num_threads), narrow,
+                                                 thread_count(len(texts), num_threads), narrow,
                                                  separator)
         except (TypeError, UnicodeError):
             check_texts(texts)
@@ -93,15 +88,13 @@ def encode_np(tok: Tokenizer, texts: Sequence[str], *, padded: bool = False, pad
 def count_tokens(tok: Tokenizer, texts: Sequence[str], *,
                  num_threads: int | None = None) -> list[int]:
     """How many tokens :meth:`Tokenizer.encode_ordinary` gives each text, without keeping ids."""
-    from tokenmill.tokenizer import _asked_threads, _threads
-
-    _asked_threads(num_threads)
+    checked_threads(num_threads)
     texts = text_batch(texts)
     native = _native(tok)
     if native is not None:
         try:
             return _core.count_tokens(native[0], native[1], texts,
-                                      _threads(len(texts), num_threads))
+                                      thread_count(len(texts), num_threads))
         except (TypeError, UnicodeError):
             check_texts(texts)
             raise

@@ -21,6 +21,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from tokenmill._args import checked_threads
 from tokenmill._io import atomic_write_text, write_target
 from tokenmill.errors import FormatError, InputError
 
@@ -60,9 +61,7 @@ def encode_corpus(tok: Tokenizer, batches: Iterable[list[str]], output: str | os
     import numpy as np
 
     from tokenmill.batch import encode_np
-    from tokenmill.tokenizer import _asked_threads
-
-    _asked_threads(num_threads)  # (before the corpus is read)
+    checked_threads(num_threads)  # (before the corpus is read)
     output = Path(output)
     ids_target, idx_target = write_target(output), write_target(Path(f"{output}.idx"))
     write_target(Path(f"{output}.json"))  # (written last, by atomic_write_text)

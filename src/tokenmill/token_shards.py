@@ -20,6 +20,7 @@ from functools import lru_cache
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from tokenmill._args import checked_threads
 from tokenmill._io import atomic_write_text
 from tokenmill.corpus import Errors, ReadOptions, ReadStats, read_file
 from tokenmill.distributed import DEFAULT_SHARD_BYTES, Shard, plan_shards
@@ -68,9 +69,7 @@ def encode_shards(tok: Tokenizer, inputs: Sequence[str | os.PathLike[str]],
     """
     if engine not in ("local", "dask"):
         raise InputError(f"engine must be 'local' or 'dask', got {engine!r}")
-    from tokenmill.tokenizer import _asked_threads
-
-    _asked_threads(num_threads)  # (here, not on a worker after the shards are planned)
+    checked_threads(num_threads)  # (here, not on a worker after the shards are planned)
     out = Path(output_dir)
     if not out.parent.is_dir():
         raise InputError(f"{out}: directory {out.parent} does not exist")

@@ -5,7 +5,6 @@ from __future__ import annotations
 import gc
 import hashlib
 import json
-import operator
 import os
 import random
 from collections import Counter
@@ -16,6 +15,7 @@ from itertools import islice
 from typing import TYPE_CHECKING, Any, Literal, Protocol, TypeVar, cast
 
 from tokenmill import _core, bert
+from tokenmill._args import checked_threads, refuse_one_text, thread_count
 from tokenmill._io import atomic_write_text, check_text, check_texts, text_batch
 from tokenmill.added_tokens import AddedToken, AddedVocabulary
 from tokenmill.decoders import ByteLevel as ByteLevelDecoder
@@ -329,7 +329,7 @@ class Tokenizer:
                               num_threads: int | None = None) -> list[list[int]]:
         """:meth:`encode_ordinary` of each text, on ``num_threads`` native threads (default:
         TOKENMILL_NUM_THREADS, else every core this process may use) with the GIL released."""
-        _asked_threads(num_threads)
+        checked_threads(num_threads)
         texts = text_batch(texts)
         native = self.native_plan()
         bert_plan = bert.native_plan(self)
@@ -341,10 +341,10 @@ class Tokenizer:
             # end of the batch, where nothing overlaps it; measured slower on 1 and 2 threads.)
             if native is not None:
                 return _core.encode_ids_batch(native[0], native[1], texts,
-                                              _threads(len(texts), num_threads))
+                                              thread_count(len(texts), num_threads))
             plan = cast(tuple, bert_plan)  # one of the two plans, checked above
             return _core.bert_encode_batch(plan[0], plan[1], texts,
-                                           _threads(len(texts), num_threads), False)
+                                           thread_count(len(texts), num_threads), False)
         except (TypeError, UnicodeError):
             check_texts(texts)
             raise
@@ -365,11 +365,8 @@ class Tokenizer:
         on ``num_threads`` native threads (default: TOKENMILL_NUM_THREADS, else every core this
         process may use) with the GIL released; the Encodings are the same as :meth:`encode`
         gives each input."""
-        _asked_threads(num_threads)
-        if isinstance(inputs, (str, bytes)):
-            raise InputError(f"inputs: expected a batch (a list of strings or of (text, pair) "
-                             f"tuples), got one {type(inputs).__name__}; encode a single input "
-                             f"with encode")
+        checked_threads(num_threads)
+        refuse_one_text(inputs, "inputs", "a list of strings or of (text, pair) tuples", "encode")
         drop = self._dropout(dropout, seed)
         truncation = truncation or self.truncation
         items = [_batch_item(item, i) for i, item in enumerate(inputs)]
@@ -441,7 +438,7 @@ class Tokenizer:
                     text_parts = [t[a:b] for token, a, b in cut if token is None]
                     pieces += text_parts
                     cuts.append((cut, len(text_parts)))
-        threads = _threads(len(pieces), num_threads)
+        threads = thread_count(len(pieces), num_threads)
         try:
             if native is not None:
                 encoded = _core.encode_offsets_batch(native[0], native[1], pieces, threads)
@@ -722,53 +719,8 @@ def _batch_item(item: str | tuple[str, str], i: int) -> tuple[str, str | None]:
                      f"{type(item).__name__}")
 
 
-def _asked_threads(asked: int | None) -> int | None:
-    """A caller's ``num_threads``, checked: None, or a positive integer (an int or any object
-    with ``__index__``, as a numpy integer); InputError otherwise."""
-    if asked is None:
-        return None
-    try:
-        n = operator.index(asked)
-    except TypeError:
-        n = 0
-    if isinstance(asked, bool) or n < 1:
-        raise InputError(f"num_threads must be a positive number of threads (or None: "
-                         f"TOKENMILL_NUM_THREADS, else every core this process may use), got "
-                         f"{asked!r}")
-    return n
-
-
-# More threads than this are never started, whatever is asked (each is a native thread).
-_MAX_THREADS = 1 << 12
-
-
-def _threads(texts: int | None = None, asked: int | None = None) -> int:
-    """Threads the core uses for a batch of ``texts`` (None: a stream of batches): ``asked``
-    (a caller's ``num_threads``) if given, else TOKENMILL_NUM_THREADS, else the cores this
-    process may run on; 1 for fewer than two texts (texts are never split across threads, and
-    asking the scheduler costs more than counting a sentence's tokens); never more than the
-    texts, nor than _MAX_THREADS. InputError for an ``asked`` or a TOKENMILL_NUM_THREADS that is
-    not a positive count (the variable is checked for every batch, whatever its size)."""
-    chosen = _asked_threads(asked)
-    if chosen is None:
-        env = os.environ.get("TOKENMILL_NUM_THREADS", "").strip()
-        if env:
-            if not (env.isascii() and env.isdigit()) or int(env) < 1:
-                raise InputError(f"TOKENMILL_NUM_THREADS must be a positive number of threads, "
-                                 f"got {env!r}")
-            chosen = int(env)
-        elif texts is not None and texts < 2:
-            return 1
-        else:
-            chosen = (len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity")
-                      else os.cpu_count() or 1)
-    if texts is not None:
-        chosen = min(chosen, max(texts, 1))
-    return min(chosen, _MAX_THREADS)
-
-
 def _count_natively(texts: Iterable[str], scanner: int, byte_level: bool) -> Counter[str]:
-    counter = _core.PieceCounter(scanner, _threads())
+    counter = _core.PieceCounter(scanner, thread_count())
     stream = iter(texts)
     done = 0
     while batch := list(islice(stream, _COUNT_BATCH)):

@@ -25,6 +25,15 @@ def o200k(shared_data):
     return tokenmill.load("o200k_base", path=shared_data / "tokenizers" / "tiktoken")
 
 
+@pytest.fixture(scope="module")
+def python_path():
+    """A trained tokenizer the core does not encode (its pre-tokenizer is not a GPT split)."""
+    tok = Tokenizer(BPE({}, []), pre_tokenizer=pre_tokenizers.Whitespace())
+    tok.train_from_iterator(["one text", "hello world"], BPETrainer(vocab_size=30))
+    assert tok.native_plan() is None
+    return tok
+
+
 def test_ragged_and_padded_arrays(cl100k):
     expected = [cl100k.encode_ordinary(t) for t in TEXTS]
     out = cl100k.encode_batch_np(TEXTS)
@@ -252,11 +261,8 @@ def test_a_bad_text_is_named(cl100k, call, threads):
 
 @pytest.mark.parametrize("call", ["encode_batch_np", "count_tokens", "encode_ordinary_batch",
                                   "encode_batch"])
-def test_a_thread_count_that_is_not_positive_is_named(cl100k, call, monkeypatch):
+def test_a_thread_count_that_is_not_positive_is_named(cl100k, python_path, call, monkeypatch):
     texts = ["one text", "and another"]
-    python_path = Tokenizer(BPE({}, []), pre_tokenizer=pre_tokenizers.Whitespace())
-    python_path.train_from_iterator(["one text"], BPETrainer(vocab_size=30))
-    assert python_path.native_plan() is None
     for bad in (0, -1, 1.5, "2", True):
         message = (rf"^num_threads must be a positive number of threads .*got "
                    rf"{re.escape(repr(bad))}$")
@@ -307,7 +313,7 @@ def test_the_environment_thread_count_is_checked_where_training_and_counting_rea
 
 @pytest.mark.parametrize("call", ["encode_batch_np", "count_tokens", "encode_ordinary_batch",
                                   "encode_batch"])
-def test_one_string_is_not_a_batch(cl100k, call):
+def test_one_string_is_not_a_batch(cl100k, python_path, call):
     # (its characters would each be taken for a text)
     for one in ("abc", b"abc"):
         with pytest.raises(tokenmill.InputError,
@@ -315,10 +321,8 @@ def test_one_string_is_not_a_batch(cl100k, call):
                                  rf"single"):
             getattr(cl100k, call)(one)
     # on the tokenizer-in-Python path too
-    tok = Tokenizer(BPE({}, []), pre_tokenizer=pre_tokenizers.Whitespace())
-    tok.train_from_iterator(["hello world"], BPETrainer(vocab_size=30))
     with pytest.raises(tokenmill.InputError, match=r"expected a batch"):
-        getattr(tok, call)("hello")
+        getattr(python_path, call)("hello")
     # while any other iterable of strings still is one
     assert cl100k.count_tokens(t for t in ["a b", "c"]) == [2, 1]
 

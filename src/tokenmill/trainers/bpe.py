@@ -7,6 +7,7 @@ from dataclasses import dataclass, field, fields
 from typing import Any, Literal, NamedTuple
 
 from tokenmill import _core
+from tokenmill._args import thread_count
 from tokenmill._io import check_text
 from tokenmill.errors import InputError
 from tokenmill.models.bpe import BPE
@@ -117,8 +118,6 @@ class BPETrainer:
     def train_from_counts(self, counts: Mapping[str, int]) -> TrainResult:
         """Learn merges from a mapping word -> count (words are pre-tokens; pairs never
         cross them). Words are taken in the mapping's order, which ``first_seen`` uses."""
-        from tokenmill.tokenizer import _threads
-
         words, freqs = words_and_counts(counts)
         bar = _progress_bar(self.num_merges) if self.show_progress else None
         try:
@@ -130,7 +129,7 @@ class BPETrainer:
                 self.continuing_subword_prefix or "", self.end_of_word_suffix or "",
                 self.end_of_word_marker or "",
                 -1 if self.max_token_length is None else self.max_token_length,
-                self.tie_break == "first_seen", bar.update if bar else None, _threads())
+                self.tie_break == "first_seen", bar.update if bar else None, thread_count())
         finally:
             if bar:
                 bar.close()

@@ -20,6 +20,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 from tokenmill import _core
+from tokenmill._args import thread_count
 from tokenmill._io import check_text
 from tokenmill.errors import InputError
 from tokenmill.models.unigram import UNKNOWN, Unigram
@@ -113,12 +114,10 @@ class UnigramTrainer:
 
     def train_from_counts(self, counts: Mapping[str, int]) -> UnigramTrainResult:
         """Learn pieces and scores from a mapping word -> count (pieces never cross words)."""
-        from tokenmill.tokenizer import _threads
-
         words, freqs = words_and_counts(counts)
         for word in words:  # the core's calls below take them as UTF-8
             check_text(word, f"word {word!r}")
-        threads = _threads()
+        threads = thread_count()
         alphabet = self._alphabet(words, freqs)
         meta = list(self.special_tokens)
         if self.unk_token not in meta:
