@@ -13,6 +13,9 @@
 - ``tokenmill encode-corpus`` end to end at two corpus sizes: MB/s and peak memory.
 
     python benchmarks/bench_serve.py --repeats 3 --json bench_serve.json
+    python benchmarks/bench_serve.py --parts hostile --kinds digits base64
+
+Each hostile text is made before the process times its first call.
 
 Every measurement runs in a fresh process (this script with ``--worker``), each engine alone
 but for decoding; figures are medians over ``--repeats`` runs, engines alternating. A run
@@ -40,6 +43,7 @@ from bench_encode import chinese, english, tiktoken_encoding
 
 ENCODINGS = ("cl100k_base", "o200k_base")
 HOSTILE = ("a", "letters", "digits", "base64", "cjk", "records")
+PARTS = ("hostile", "decode", "threads", "corpus")
 SIZES = (100_000, 1_000_000)
 STEADY = 3  # encodes after the first, in the same process
 # ... and for the smaller size, whose encodes take well under a millisecond for tokenmill:
@@ -102,19 +106,32 @@ def worker_hostile(spec: dict[str, Any]) -> dict[str, Any]:
     if spec["engine"] == "tokenmill":
         enc.encode_ordinary("x" * 40_000)
     setup = time.perf_counter() - t0
+    big_call = spec["size"] >= SIZES[-1]
+    paired_growth = spec["engine"] == "tokenmill" and big_call
+    # Every text is made before the first timed call. (Made just before its call, a megabyte
+    # of random digits left the caches full of the generator's 8 MB list of one-character
+    # strings, which that call then wrote back: its growth from 100 kB read 14.6-16.5 where
+    # texts made beforehand read 9.8-10.0, and the 100 kB texts, whose lists fit the core's
+    # cache, paid nothing of the kind.)
+    texts = {(size, seed): hostile_text(spec["kind"], size, seed)
+             for size, seeds in ((spec["size"], 1 + (STEADY if big_call else STEADY_SMALL)),
+                                 (SIZES[0], 1 + STEADY_SMALL if paired_growth else 0),
+                                 (SIZES[-1], 1 + 2 * STEADY if paired_growth else 0))
+             for seed in range(seeds)}
+
     def timed(size: int, seed: int) -> tuple[float, int]:
-        """Seconds to encode the kind's text of ``size`` and ``seed`` (made untimed), and its
-        token count."""
-        text = hostile_text(spec["kind"], size, seed)
+        """Seconds to encode the kind's text of ``size`` and ``seed`` (made beforehand), and
+        its token count."""
+        text = texts[size, seed]
         t0 = time.perf_counter()
         ids = enc.encode_ordinary(text)
         return time.perf_counter() - t0, len(ids)
 
     runs = [timed(spec["size"], seed)
-            for seed in range(1 + (STEADY if spec["size"] >= SIZES[-1] else STEADY_SMALL))]
+            for seed in range(1 + (STEADY if big_call else STEADY_SMALL))]
     times, tokens = [t for t, _ in runs], runs[-1][1]
     paired = NA
-    if spec["engine"] == "tokenmill" and spec["size"] >= SIZES[-1]:
+    if paired_growth:
         # The steady growth from 100 kB to 1 MB again, the two sizes' calls alternating in
         # this process: the steady medians above come from two processes, run a minute or
         # more apart, and the shared machine's speed moves by more than a quarter between
@@ -265,8 +282,8 @@ def benchmark(args: argparse.Namespace, work: Path) -> dict[str, Any]:
     base = {"data": str(args.data)}
     rows: list[tuple[str, str, float | None, float | None]] = []
     engines = hostile_engines()
-    for name in ENCODINGS:
-        for kind in HOSTILE:
+    for name in ENCODINGS if "hostile" in args.parts else ():
+        for kind in args.kinds:
             t = {size: medians_of(args, {**base, "task": "hostile", "encoding": name,
                                          "kind": kind, "size": size},
                                   ("s", "steady_s", "tokens", "paired_growth"), engines)
@@ -300,7 +317,7 @@ def benchmark(args: argparse.Namespace, work: Path) -> dict[str, Any]:
                      setup, NA))
     docs = {"english": english(args.data, int(args.decode_mb * MB))[0],
             "chinese": chinese(args.data, int(args.decode_mb * MB))[0]}
-    for lang, texts in docs.items():
+    for lang, texts in docs.items() if "decode" in args.parts else ():
         path = work / f"{lang}.json"
         path.write_text(json.dumps(texts), encoding="utf-8")
         for name in ENCODINGS:
@@ -315,7 +332,7 @@ def benchmark(args: argparse.Namespace, work: Path) -> dict[str, Any]:
     threads_docs = work / "threads.json"
     threads_docs.write_text(json.dumps(english(args.data, int(args.threads_mb * MB))[0]),
                             encoding="utf-8")
-    for name in ENCODINGS:
+    for name in ENCODINGS if "threads" in args.parts else ():
         spec = {**base, "task": "threads", "encoding": name, "docs": str(threads_docs)}
         medians_by = thread_medians(args, spec, cores)
         one, many = medians_by["mb_s"]
@@ -327,7 +344,7 @@ def benchmark(args: argparse.Namespace, work: Path) -> dict[str, Any]:
         rows.append((section, f"MB/s, the lists freed too: {cores} threads / 1", many_freed,
                      one_freed))
     lines = [line for t in docs["english"] for line in t.split("\n")]
-    for mb in args.corpus_mb:
+    for mb in args.corpus_mb if "corpus" in args.parts else ():
         corpus = work / f"corpus{mb}.txt"
         with open(corpus, "w", encoding="utf-8") as f:
             written = 0
@@ -369,6 +386,10 @@ def main(argv: list[str] | None = None) -> int:
                    help="runs each of 1 thread and of every core, alternating")
     p.add_argument("--corpus-mb", type=int, nargs="+", default=[25, 100],
                    help="encode-corpus sizes, MB (default 25 100)")
+    p.add_argument("--parts", nargs="+", choices=PARTS, default=list(PARTS),
+                   help="what to measure (default: all of it)")
+    p.add_argument("--kinds", nargs="+", choices=HOSTILE, default=list(HOSTILE),
+                   help="the hostile inputs to measure (default: all)")
     p.add_argument("--json", type=Path)
     p.add_argument("--worker", help=argparse.SUPPRESS)
     args = p.parse_args(argv)
