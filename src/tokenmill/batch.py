@@ -64,6 +64,7 @@ def encode_np(tok: Tokenizer, texts: Sequence[str], *, padded: bool = False, pad
             check_texts(texts)
             raise
     else:
+        check_texts(texts)  # (a bad text named by its place in the batch)
         lists = [tok.encode_ordinary(t) + ([] if separator is None else [separator])
                  for t in texts]
         offsets = np.zeros(len(lists) + 1, dtype=np.int64)
@@ -98,4 +99,5 @@ def count_tokens(tok: Tokenizer, texts: Sequence[str], *,
         except (TypeError, UnicodeError):
             check_texts(texts)
             raise
+    check_texts(texts)  # (a bad text named by its place in the batch)
     return [len(tok.encode_ordinary(t)) for t in texts]

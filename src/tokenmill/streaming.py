@@ -9,8 +9,11 @@ while it ends in an incomplete character (U+FFFD).
 
 from __future__ import annotations
 
+import operator
 from collections.abc import Iterable, Iterator
 from typing import TYPE_CHECKING
+
+from tokenmill.errors import InputError
 
 if TYPE_CHECKING:
     from tokenmill.tokenizer import Tokenizer
@@ -39,13 +42,36 @@ class DecodeStream:
         return self._tok.decode(ids, skip_special_tokens=self._skip)
 
     def step(self, id: int) -> str | None:
-        """Add one id; the text it completes, or None while a character is still cut."""
-        self._ids.append(id)
+        """Add one id; the text it completes, or None while a character is still cut. An id
+        the tokenizer does not have raises InputError and is not kept: the stream goes on
+        with the next."""
+        try:
+            known = self._tok.id_to_token(operator.index(id)) is not None
+        except TypeError:
+            known = False
+        if not known:
+            raise InputError(f"decode_stream: {id!r} is not an id of this tokenizer "
+                             f"(vocabulary size {self._tok.get_vocab_size()})")
+        self._ids.append(operator.index(id))
         before = self._decode(self._ids[self._prefix:self._read])
         after = self._decode(self._ids[self._prefix:])
         if len(after) <= len(before) or after.endswith(_REPLACEMENT):
             return None
-        new = after[len(before):]
+        return self._release(after[len(before):])
+
+    def flush(self) -> str | None:
+        """The text of the ids :meth:`step` has held back (a character still cut, or text
+        that ends in U+FFFD), as :meth:`Tokenizer.decode` gives it: what a server sends once
+        the model stops. None if nothing is held."""
+        before = self._decode(self._ids[self._prefix:self._read])
+        after = self._decode(self._ids[self._prefix:])
+        if len(after) <= len(before):
+            self._read = len(self._ids)
+            return None
+        return self._release(after[len(before):])
+
+    def _release(self, new: str) -> str:
+        """Marks every id as released, ``new`` being their text."""
         # Keep the last released id as context (for decoders that look back), forget the rest.
         self._prefix = self._read
         self._read = len(self._ids)

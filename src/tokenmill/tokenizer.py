@@ -5,6 +5,7 @@ from __future__ import annotations
 import gc
 import hashlib
 import json
+import operator
 import os
 import random
 from collections import Counter
@@ -335,6 +336,7 @@ class Tokenizer:
         bert_plan = bert.native_plan(self)
         if (native is None and bert_plan is None) or \
                 any(not t.special for t in self._added.tokens):
+            check_texts(texts)  # (a bad text named by its place in the batch)
             return [self.encode_ordinary(t) for t in texts]
         try:
             # (The cyclic GC stays on: pausing it only moved its walk over the new lists to the
@@ -515,6 +517,18 @@ class Tokenizer:
         except TypeError:  # not a sequence of 32-bit ids
             return None
 
+    def _not_an_id(self, position: int, i: object) -> InputError:
+        return InputError(f"ids[{position}]: {i!r} is not an id of this tokenizer "
+                          f"(vocabulary size {self.get_vocab_size()})")
+
+    def _id_at(self, position: int, i: object) -> int:
+        """Id ``i`` (at ``position``) as an int: any integer, numpy's too (the arrays of
+        ``encode_batch_np``, a model's output), as the native path takes them."""
+        try:
+            return operator.index(i)  # type: ignore[arg-type]
+        except TypeError:
+            raise self._not_an_id(position, i) from None
+
     def decode(self, ids: Sequence[int], *, skip_special_tokens: bool = True) -> str:
         """Text of ``ids``; special tokens are left out unless ``skip_special_tokens=False``."""
         text = self._native_decode(ids, skip_special_tokens, text=True)
@@ -523,12 +537,12 @@ class Tokenizer:
         tokens: list[str] = []
         special = self._added.special_ids
         for position, i in enumerate(ids):
+            i = self._id_at(position, i)
             if skip_special_tokens and i in special:
                 continue
-            token = self.id_to_token(i) if isinstance(i, int) else None
+            token = self.id_to_token(i)
             if token is None:
-                raise InputError(f"ids[{position}]: {i!r} is not an id of this tokenizer "
-                                 f"(vocabulary size {self.get_vocab_size()})")
+                raise self._not_an_id(position, i)
             tokens.append(token)
         if self.decoder is None:
             return " ".join(tokens)
@@ -544,13 +558,13 @@ class Tokenizer:
         byte_level = isinstance(self.decoder, ByteLevelDecoder)
         out = bytearray()
         for position, i in enumerate(ids):
+            i = self._id_at(position, i)
             if skip_special_tokens and i in self._added.special_ids:
                 continue
             added = self._added.by_id.get(i)
-            token = self.id_to_token(i) if isinstance(i, int) else None
+            token = self.id_to_token(i)
             if token is None:
-                raise InputError(f"ids[{position}]: {i!r} is not an id of this tokenizer "
-                                 f"(vocabulary size {self.get_vocab_size()})")
+                raise self._not_an_id(position, i)
             if added is None and byte_level and all(c in to_bytes for c in token):
                 out += bytes(to_bytes[c] for c in token)
             else:

@@ -259,6 +259,14 @@ def test_a_bad_text_is_named(cl100k, call, threads):
         [cl100k.encode_ordinary("fine")] * 300
 
 
+@pytest.mark.parametrize("call", ["encode_batch_np", "count_tokens", "encode_ordinary_batch"])
+def test_a_bad_text_is_named_on_the_python_path(python_path, call):
+    with pytest.raises(tokenmill.InputError, match=r"^texts\[1\]: expected a string, got NoneType"):
+        getattr(python_path, call)(["fine", None])
+    with pytest.raises(tokenmill.InputError, match=r"^texts\[2\] holds a lone surrogate U\+D800"):
+        getattr(python_path, call)(["fine", "ok", "bad \ud800"])
+
+
 @pytest.mark.parametrize("call", ["encode_batch_np", "count_tokens", "encode_ordinary_batch",
                                   "encode_batch"])
 def test_a_thread_count_that_is_not_positive_is_named(cl100k, python_path, call, monkeypatch):
@@ -420,6 +428,75 @@ def test_decode_reads_its_own_ints_and_others_alike(cl100k, o200k):
             assert tok.decode_bytes(seq) == text.encode("utf-8")
         with pytest.raises(tokenmill.InputError, match=r"ids\[3\]: -7 is not an id"):
             tok.decode([*ids[:3], -7, *ids[3:]])
+
+
+def test_numpy_ids_decode_on_every_path(cl100k, shared_data):
+    # Ids as numpy integers (encode_batch_np's arrays, a model's output) decode wherever the
+    # ids are decoded in Python too: a special id kept (cl100k_base), a tokenizer without the
+    # byte-level core (BERT). A bad id is named at its own position, not the first one.
+    padded = cl100k.encode_batch_np(["hello", "hello world"], padded=True,
+                                    pad_id=100257)["input_ids"][0]
+    assert padded.dtype == np.uint32
+    assert cl100k.decode(padded, skip_special_tokens=False) == "hello<|endoftext|>"
+    assert cl100k.decode(padded) == "hello"
+    assert cl100k.decode_bytes(padded) == b"hello<|endoftext|>"
+    assert cl100k.decode([np.int64(15339), 100257], skip_special_tokens=False) == \
+        "hello<|endoftext|>"
+    for bad in (np.array([15339, 100256]), [np.uint32(15339), np.int64(100256)]):
+        with pytest.raises(tokenmill.InputError, match=r"^ids\[1\]: .*100256.* is not an id"):
+            cl100k.decode(bad)
+        with pytest.raises(tokenmill.InputError, match=r"^ids\[1\]: .*100256.* is not an id"):
+            cl100k.decode_bytes(bad)
+    with pytest.raises(tokenmill.InputError, match=r"^ids\[1\]: 'a' is not an id"):
+        cl100k.decode([15339, "a"])
+    bert = tokenmill.load(shared_data / "tokenizers" / "bert-base-uncased" / "vocab.txt")
+    out = bert.encode_batch_np(["hello world", "numpy ids"])
+    assert out["ids"].dtype == np.uint16
+    assert bert.decode(out["ids"][:out["offsets"][1]]) == "hello world"
+    assert bert.decode_batch([out["ids"][out["offsets"][i]:out["offsets"][i + 1]]
+                              for i in range(2)]) == ["hello world", "numpy ids"]
+    stream = bert.decode_stream()
+    assert "".join(stream.feed(out["ids"][:out["offsets"][1]])) == "hello world"
+    with pytest.raises(tokenmill.InputError, match=r"^ids\[2\]: -3 is not an id"):
+        bert.decode([np.int64(7592), np.int64(2088), np.int64(-3)])
+
+
+def test_a_bad_id_does_not_break_the_stream(cl100k):
+    # The bad id is named and left out; the ids after it decode as if it had not come.
+    stream = cl100k.decode_stream()
+    assert stream.step(15339) == "hello"
+    for bad in (-1, 100256, 2**40, "x", None, 1.0):
+        with pytest.raises(tokenmill.InputError,
+                           match=rf"^decode_stream: {re.escape(repr(bad))} is not an id of "
+                                 r"this tokenizer \(vocabulary size 100277\)$"):
+            stream.step(bad)
+    assert stream.step(np.uint32(1917)) == " world"
+    ids = cl100k.encode_ordinary(" 😀")
+    assert [stream.step(i) for i in ids[:-1]] == [None] * (len(ids) - 1)
+    with pytest.raises(tokenmill.InputError):
+        stream.step(-5)
+    assert stream.step(ids[-1]) == " 😀"
+
+
+def test_flush_gives_what_the_stream_holds_back(cl100k):
+    # At the end of a model's output, a cut character or text ending in U+FFFD (id 5809 is
+    # that character itself) is given as decode gives it, once; then nothing is held.
+    stream = cl100k.decode_stream()
+    assert stream.flush() is None
+    assert [stream.step(i) for i in (64, 5809)] == ["a", None]
+    assert stream.flush() == "\ufffd" and stream.flush() is None
+    assert stream.step(65) == "b"
+    emoji = cl100k.encode_ordinary("x😀")
+    assert stream.step(emoji[0]) == "x"
+    for i in emoji[1:-1]:
+        assert stream.step(i) is None
+    assert stream.flush() == cl100k.decode(emoji[1:-1]) == "\ufffd"
+    assert stream.flush() is None
+    text = "streamed, then flushed: 中文 🙂"
+    stream = cl100k.decode_stream()
+    ids = cl100k.encode_ordinary(text)
+    out = "".join(stream.feed(ids))
+    assert out + (stream.flush() or "") == text
 
 
 @settings(max_examples=150, deadline=None)
