@@ -63,7 +63,8 @@ def _parser() -> argparse.ArgumentParser:
                    help="write OUTPUT as a directory: a token file per shard (an input file, or "
                    "--shard-mb of a big text file) and manifest.json; a rerun keeps the shards "
                    "already written")
-    c.add_argument("--shard-mb", type=float, default=DEFAULT_SHARD_BYTES / 2**20,
+    c.add_argument("--shard-mb", type=cli_train.positive_number,
+                   default=DEFAULT_SHARD_BYTES / 2**20,
                    help="cut plain text files bigger than this into shards (with --shards)")
     cli_train.engine_flags(c, "where the shards are encoded (dask implies --shards)")
     c.add_argument("--quiet", action="store_true", help="no progress bar and no summary")
@@ -162,8 +163,6 @@ def _encode_shards(args: argparse.Namespace, tok: Tokenizer, separator: int | No
 
     if args.engine == "dask" and args.scheduler is None:
         raise TokenmillError("--engine dask needs --scheduler ADDRESS (tcp://host:port)")
-    if args.shard_mb <= 0:
-        raise TokenmillError(f"--shard-mb must be positive, got {args.shard_mb:g}")
     totals = [0, 0, 0]  # shards, documents, tokens
 
     def progress(info: Any) -> None:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+import math
 import os
 import resource
 import sys
@@ -126,12 +127,23 @@ def read_flags(p: argparse.ArgumentParser) -> None:
                    help="on bytes that are not UTF-8: stop with an error, or use U+FFFD")
 
 
+def positive_number(text: str) -> float:
+    """An argparse type: a finite number above 0 (seconds, megabytes)."""
+    try:
+        value = float(text)
+    except ValueError:
+        value = math.nan
+    if not math.isfinite(value) or value <= 0:
+        raise argparse.ArgumentTypeError(f"expected a positive number, got {text!r}")
+    return value
+
+
 def engine_flags(p: argparse.ArgumentParser, engine_help: str) -> None:
     """--engine, --scheduler and --timeout (train, count and encode-corpus share them)."""
     p.add_argument("--engine", choices=["local", "dask"], default="local", help=engine_help)
     p.add_argument("--scheduler", metavar="ADDRESS",
                    help="the Dask scheduler, e.g. tcp://host:8786 (with --engine dask)")
-    p.add_argument("--timeout", type=float, default=30.0,
+    p.add_argument("--timeout", type=positive_number, default=30.0,
                    help="seconds to wait for the Dask scheduler and its workers")
 
 

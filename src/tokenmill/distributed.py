@@ -19,6 +19,7 @@ Dask worker process (``--nthreads 1``) is the setting that does not oversubscrib
 from __future__ import annotations
 
 import json
+import math
 import os
 import uuid
 from collections import Counter
@@ -183,6 +184,9 @@ def _as_list(inputs: Any) -> list[Any]:
 def connect(client: Any, scheduler: str | None, timeout: float) -> Iterator[Any]:
     """``client``, else a client of ``scheduler`` (closed on exit), else the default client;
     one with at least one worker within ``timeout`` seconds, or an InputError saying why."""
+    if isinstance(timeout, bool) or not isinstance(timeout, (int, float)) \
+            or not math.isfinite(timeout) or timeout <= 0:
+        raise InputError(f"timeout must be a positive number of seconds, got {timeout!r}")
     try:
         import distributed
     except ImportError:

@@ -5,7 +5,8 @@ plus ``manifest.json`` listing them in corpus order. Shards are encoded here or 
 the files are the same either way.
 
 Resumable: each shard's ``.json`` records the input it came from (path, byte range, size and
-modification time), the tokenizer's fingerprint and the separator; a rerun keeps a shard whose
+modification time, and the options its documents were read with: JSON field, Parquet column,
+whole file, bad UTF-8), the tokenizer's fingerprint and the separator; a rerun keeps a shard whose
 record matches and whose two files match their sizes and sha256 sums, and encodes the rest. The
 manifest is written last, atomically: a directory without one is unfinished.
 """
@@ -47,11 +48,13 @@ class ShardJob:
     fingerprint: str | None = None
 
 
-def source_of(shard: Shard) -> dict[str, Any]:
-    """The identity of a shard's input: a rerun reuses the shard only if this is unchanged."""
+def source_of(shard: Shard, options: ReadOptions) -> dict[str, Any]:
+    """The identity of a shard's input and of how its documents are read out of it (the JSON
+    field, the Parquet column, a whole file as one document, what bad UTF-8 becomes): a rerun
+    reuses the shard only if this is unchanged."""
     st = os.stat(shard.path)
     return {"path": os.path.abspath(shard.path), "start": shard.start, "end": shard.end,
-            "size": st.st_size, "mtime_ns": st.st_mtime_ns}
+            "size": st.st_size, "mtime_ns": st.st_mtime_ns, "read": asdict(options)}
 
 
 def encode_shards(tok: Tokenizer, inputs: Sequence[str | os.PathLike[str]],
@@ -150,13 +153,14 @@ def _encode(tok: Tokenizer, job: ShardJob) -> TokenFileInfo:
     batches = read_file(job.shard.path, job.options, start=job.shard.start, end=job.shard.end,
                         stats=stats)
     return encode_corpus(tok, batches, job.output, separator=job.separator,
-                         num_threads=job.num_threads, source=source_of(job.shard),
+                         num_threads=job.num_threads, source=source_of(job.shard, job.options),
                          fingerprint=job.fingerprint)
 
 
 def _finished(job: ShardJob, fingerprint: str) -> TokenFileInfo | None:
-    """The shard's info if an earlier run wrote it for this very input, tokenizer and separator
-    and its files are whole (sizes and sha256 as recorded), else None."""
+    """The shard's info if an earlier run wrote it for this very input (read the same way),
+    tokenizer and separator and its files are whole (sizes and sha256 as recorded), else
+    None."""
     if not Path(f"{job.output}.json").is_file():
         return None
     try:
@@ -164,7 +168,7 @@ def _finished(job: ShardJob, fingerprint: str) -> TokenFileInfo | None:
     except TokenmillError:
         return None  # damaged or foreign: encode it again
     if info.fingerprint != fingerprint or info.separator != job.separator \
-            or info.source != source_of(job.shard):
+            or info.source != source_of(job.shard, job.options):
         return None
     return info
 

@@ -105,6 +105,40 @@ def test_a_rerun_keeps_finished_shards_and_redoes_changed_ones(gpt2, corpus, tmp
     assert len(encoded) == 5
 
 
+def test_a_rerun_that_reads_the_inputs_otherwise_encodes_them_again(gpt2, tmp_path):
+    # The same files, another JSON field or the whole file as one document: other documents,
+    # so no shard of the first run is kept.
+    root = tmp_path / "in"
+    root.mkdir()
+    (root / "a.jsonl").write_text("".join(json.dumps({"text": t, "body": b}) + "\n"
+                                          for t, b in [("one", "uno"), ("two", "dos")]))
+    (root / "b.txt").write_text("first line\nsecond line\n")
+    inputs = [str(root / "a.jsonl"), str(root / "b.txt")]
+    out = tmp_path / "tokens"
+
+    def docs_of(**read):
+        return [gpt2.encode_ordinary(d) for d in iter_documents(inputs, **read)]
+
+    encode_shards(gpt2, inputs, out)
+    assert all_ids(out)[1] == docs_of()
+    for read in ({"text_field": "body"}, {"text_field": "body", "whole_file": True},
+                 {"text_field": "body", "whole_file": True, "errors": "replace"}):
+        manifest = encode_shards(gpt2, inputs, out, **read)
+        assert all_ids(out)[1] == docs_of(**read), read
+        assert all(s["source"]["read"]["text_field"] == "body" for s in manifest["shards"])
+    assert [len(docs) for docs in (docs_of(), docs_of(whole_file=True))] == [4, 3]
+
+
+def test_a_bad_dask_timeout_is_refused_before_connecting(gpt2, corpus, tmp_path):
+    out = tmp_path / "shards"
+    for bad in (float("nan"), float("inf"), -1, 0, "30", True):
+        with pytest.raises(InputError,
+                           match=r"^timeout must be a positive number of seconds, got "):
+            encode_shards(gpt2, files(corpus), out, engine="dask",
+                          scheduler="tcp://127.0.0.1:1", timeout=bad)
+    assert not (out / MANIFEST).exists()
+
+
 def test_a_failing_shard_keeps_the_finished_ones_and_writes_no_manifest(gpt2, corpus,
                                                                         tmp_path):
     (corpus / "c.jsonl").write_bytes(b'{"text": "ok"}\n{"text": "bad \xff"}\n')
@@ -128,7 +162,20 @@ def test_cli_sharded_encode_corpus(gpt2, corpus, shared_data, tmp_path, capsys):
     assert docs == [gpt2.encode_ordinary(d) + [SEP] for d in iter_documents(files(corpus))]
     assert main([*args, "--engine", "dask"]) == 2
     assert "--engine dask needs --scheduler" in capsys.readouterr().err
-    assert main([*args, "--shards", "--shard-mb", "0"]) == 2
+    for bad in ("0", "-1", "nan", "inf"):
+        with pytest.raises(SystemExit) as stop:
+            main([*args, "--shards", "--shard-mb", bad])
+        assert stop.value.code == 2
+        err = capsys.readouterr().err
+        assert f"argument --shard-mb: expected a positive number, got '{bad}'" in err
+        assert "Traceback" not in err and err.count("\n") == 1
+    for bad in ("nan", "-1", "0"):
+        with pytest.raises(SystemExit) as stop:
+            main([*args, "--engine", "dask", "--scheduler", "tcp://127.0.0.1:1",
+                  "--timeout", bad])
+        assert stop.value.code == 2
+        assert f"argument --timeout: expected a positive number, got '{bad}'" in \
+            capsys.readouterr().err
 
 
 dask = pytest.importorskip("dask")
