@@ -31,20 +31,33 @@ def write_target(path: Path) -> Path:
     return target
 
 
+def temp_beside(beside: Path, suffix: str = ".tmp") -> tuple[int, str]:
+    """A temporary file beside ``beside`` (the file it will be renamed over), open as (fd,
+    name), with the permissions a new file gets from the umask (mkstemp makes it 0600, which
+    the rename would give the finished file: unreadable by other users or by Dask workers
+    running as another one)."""
+    fd, name = tempfile.mkstemp(prefix=f".{beside.name}.", suffix=suffix, dir=beside.parent)
+    try:
+        umask = os.umask(0)
+        os.umask(umask)
+        os.fchmod(fd, 0o666 & ~umask)
+    except BaseException:
+        os.close(fd)
+        Path(name).unlink(missing_ok=True)
+        raise
+    return fd, name
+
+
 def atomic_write_text(path: str | os.PathLike[str], text: str) -> None:
     """Write ``text`` to ``path`` so that readers see the old file or the whole new one, never a
     part: write a temporary file beside it, flush it to disk, then rename it over ``path``."""
     path = Path(path)
     target = write_target(path)
     try:
-        fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)
+        fd, tmp = temp_beside(target)
     except OSError as e:
         raise InputError(f"{path}: cannot write a file in {target.parent} ({e.strerror})") from None
     try:
-        # mkstemp makes the file private (0600); a saved file gets the usual permissions.
-        umask = os.umask(0)
-        os.umask(umask)
-        os.chmod(tmp, 0o666 & ~umask)
         with os.fdopen(fd, "w", encoding="utf-8", newline="\n") as f:
             f.write(text)
             f.flush()

@@ -14,7 +14,6 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-import tempfile
 import time
 from collections.abc import Callable, Iterable
 from dataclasses import asdict, dataclass
@@ -22,7 +21,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from tokenmill._args import checked_threads
-from tokenmill._io import atomic_write_text, write_target
+from tokenmill._io import atomic_write_text, temp_beside, write_target
 from tokenmill.errors import FormatError, InputError
 
 if TYPE_CHECKING:
@@ -74,7 +73,7 @@ def encode_corpus(tok: Tokenizer, batches: Iterable[list[str]], output: str | os
     temps: list[Path] = []
 
     def temp(beside: Path, suffix: str) -> tuple[Any, Path]:
-        fd, name = tempfile.mkstemp(prefix=f".{beside.name}.", suffix=suffix, dir=beside.parent)
+        fd, name = temp_beside(beside, suffix)
         temps.append(Path(name))
         return os.fdopen(fd, "wb"), Path(name)
 

@@ -34,6 +34,29 @@ def test_file_equals_encode_ordinary_with_separators(gpt2, tmp_path):
     assert meta.fingerprint == gpt2.fingerprint()
 
 
+def test_written_files_get_the_permissions_the_umask_gives(gpt2, tmp_path):
+    # mkstemp's temporary files are 0600; renamed into place as they were, a token file on
+    # shared storage could not be read by other users (or Dask workers running as one).
+    from tokenmill.formats.counts import save_counts
+
+    old = os.umask(0o022)
+    try:
+        out = tmp_path / "out.bin"
+        encode_corpus(gpt2, [DOCS], out)
+        out.write_bytes(b"")  # (overwritten below: the new file's mode, not the old one's)
+        out.chmod(0o600)
+        encode_corpus(gpt2, [DOCS], out)
+        save_counts(tmp_path / "c.tmc", {"a": 1}, {"normalizer": None, "pre_tokenizer": None})
+        os.umask(0o027)
+        encode_corpus(gpt2, [DOCS], tmp_path / "group.bin")
+    finally:
+        os.umask(old)
+    modes = {p.name: stat.S_IMODE(p.stat().st_mode) for p in tmp_path.iterdir()}
+    assert modes == {"out.bin": 0o644, "out.bin.idx": 0o644, "out.bin.json": 0o644,
+                     "c.tmc": 0o644, "group.bin": 0o640, "group.bin.idx": 0o640,
+                     "group.bin.json": 0o640}
+
+
 def test_cli_encode_corpus(gpt2, shared_data, tmp_path, capsys):
     corpus = tmp_path / "docs.jsonl"
     corpus.write_text("\n".join(json.dumps({"text": d}) for d in DOCS) + "\n", encoding="utf-8")

@@ -37,7 +37,6 @@ import hashlib
 import json
 import os
 import sys
-import tempfile
 from array import array
 from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
@@ -45,7 +44,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from tokenmill._io import is_utf8_text, write_target
+from tokenmill._io import is_utf8_text, temp_beside, write_target
 from tokenmill.errors import FormatError, InputError
 
 MAGIC = b"TMCOUNTS"
@@ -112,7 +111,7 @@ def save_counts(path: str | os.PathLike[str], counts: Mapping[str, int], pipelin
         "pipeline": pipeline_of(pipeline), "distinct": len(keys), "total": total,
         "piece_bytes": sum(lengths), "dropped_distinct": dropped[0], "dropped_total": dropped[1],
         "meta": dict(meta or {})}, ensure_ascii=False, sort_keys=True).encode("utf-8")
-    fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)
+    fd, tmp = temp_beside(target)
     try:
         with os.fdopen(fd, "wb") as f:
             digest = hashlib.sha256()
