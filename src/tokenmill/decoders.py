@@ -168,16 +168,32 @@ class ByteFallback(Decoder):
     characters outside its vocabulary) back into text.
 
     Each run of consecutive byte tokens becomes one token holding its UTF-8 text; a run that
-    is not valid UTF-8 becomes one U+FFFD per byte token instead, as in Hugging Face. Other
-    tokens pass through.
+    is not valid UTF-8 becomes one U+FFFD per byte token instead, as in Hugging Face. With
+    ``per_byte`` (the decoder of a SentencePiece ``.model``), as sentencepiece decodes: the
+    run's valid characters are kept, and each byte that starts no valid character is one
+    U+FFFD. Other tokens pass through.
 
     >>> ByteFallback().decode_chain(["a", "<0xE6>", "<0x97>", "<0xA5>", "<0x41>", "b"])
     ['a', '日A', 'b']
-    >>> ByteFallback().decode_chain(["<0xE6>", "<0x97>", "x"])
-    ['�', '�', 'x']
+    >>> ByteFallback().decode_chain(["<0xE6>", "<0x97>", "<0x41>", "x"])
+    ['�', '�', '�', 'x']
+    >>> ByteFallback(per_byte=True).decode_chain(["<0xE6>", "<0x97>", "<0x41>", "x"])
+    ['��A', 'x']
     """
 
+    _: KW_ONLY
+    per_byte: bool = False
+
+    def to_dict(self) -> dict[str, Any]:
+        # (Hugging Face's ByteFallback has no fields, and its reader ignores this one.)
+        return {"type": self.type_name, **({"per_byte": True} if self.per_byte else {})}
+
+    @classmethod
+    def from_fields(cls, data: dict[str, Any], where: str) -> Self:
+        return cls(per_byte=field(data, "per_byte", bool, where, False))
+
     def decode_chain(self, tokens: list[str]) -> list[str]:
+        decode_run = _decode_per_byte if self.per_byte else _decode_run
         out: list[str] = []
         run = bytearray()
         for token in tokens:
@@ -186,11 +202,11 @@ class ByteFallback(Decoder):
                 run.append(int(match[1], 16))
                 continue
             if run:
-                out += _decode_run(run)
+                out += decode_run(run)
                 run = bytearray()
             out.append(token)
         if run:
-            out += _decode_run(run)
+            out += decode_run(run)
         return out
 
 
@@ -199,6 +215,25 @@ def _decode_run(run: bytearray) -> list[str]:
         return [run.decode("utf-8")]
     except UnicodeDecodeError:
         return ["\ufffd"] * len(run)
+
+
+def _decode_per_byte(run: bytearray) -> list[str]:
+    """sentencepiece's reading of a run of bytes: a character at a time, its length told by its
+    first byte; a byte that starts no valid character (a stray continuation byte, a character
+    cut short, overlong, a surrogate, past U+10FFFF) is one U+FFFD, and reading goes on at the
+    next byte."""
+    out: list[str] = []
+    at = 0
+    while at < len(run):
+        first = run[at]
+        size = 1 if first < 0x80 else 2 if first < 0xE0 else 3 if first < 0xF0 else 4
+        try:
+            out.append(run[at:at + size].decode("utf-8"))
+            at += size
+        except UnicodeDecodeError:
+            out.append("\ufffd")
+            at += 1
+    return ["".join(out)]
 
 
 @register("decoder", "Fuse")
@@ -218,18 +253,24 @@ class Fuse(Decoder):
 @dataclass(frozen=True)
 class Strip(Decoder):
     """Remove up to ``start`` copies of the character ``content`` from the start of every
-    token and up to ``stop`` from its end.
+    token and up to ``stop`` from its end; with ``first_only`` (a SentencePiece ``.model``'s
+    dummy prefix, which sentencepiece takes off the first piece alone), of the first token
+    only.
 
     Where the two would overlap (``Strip("a", 1, 1)`` on "a") Hugging Face panics; the token
     becomes empty here.
 
     >>> Strip(" ", 1, 0).decode_chain(["  a ", " b"])
     [' a ', 'b']
+    >>> Strip("▁", 1, 0, first_only=True).decode_chain(["▁a", "▁b"])
+    ['a', '▁b']
     """
 
     content: str
     start: int
     stop: int
+    _: KW_ONLY
+    first_only: bool = False
 
     def __post_init__(self) -> None:
         if len(self.content) != 1:
@@ -239,6 +280,8 @@ class Strip(Decoder):
                              f"{self.stop}")
 
     def decode_chain(self, tokens: list[str]) -> list[str]:
+        if self.first_only:
+            return [self._strip(tokens[0]), *tokens[1:]] if tokens else []
         return [self._strip(token) for token in tokens]
 
     def _strip(self, token: str) -> str:
@@ -251,7 +294,7 @@ class Strip(Decoder):
 
     def to_dict(self) -> dict[str, Any]:
         return {"type": self.type_name, "content": self.content, "start": self.start,
-                "stop": self.stop}
+                "stop": self.stop, **({"first_only": True} if self.first_only else {})}
 
     @classmethod
     def from_fields(cls, data: dict[str, Any], where: str) -> Self:
@@ -262,7 +305,8 @@ class Strip(Decoder):
         for name, value in (("start", start), ("stop", stop)):
             if value < 0:
                 raise FormatError(f"{where}.{name}: expected an integer >= 0, got {value}")
-        return cls(content, start, stop)
+        return cls(content, start, stop,
+                   first_only=field(data, "first_only", bool, where, False))
 
 
 @register("decoder", "Metaspace")

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import gzip
 import json
+import random
 
 import pytest
 import sentencepiece as spm
@@ -137,6 +138,33 @@ def test_a_unigram_trained_by_tokenizers_loads_here_with_the_same_ids(lines, tmp
         assert ours.decode(got.ids) == theirs.decode(expected.ids)
 
 
+@pytest.mark.parametrize("name", MODELS)
+def test_decode_equals_sentencepieces_on_any_ids(pairs, name):
+    # Ids as a model may emit them: byte pieces that make no valid UTF-8 (each byte that starts
+    # no character is one U+FFFD, the valid characters among them kept), the unknown and
+    # control pieces, a byte <0x20> or the unknown piece first (whose space is no dummy
+    # prefix). Hugging Face's ByteFallback gives one U+FFFD for every byte of such a run.
+    # (Not control pieces between byte pieces: sentencepiece's run of bytes ends at one, where
+    # decode here, as in Hugging Face, leaves special tokens out before the decoder.)
+    tok, ref = pairs[name]
+    size = ref.get_piece_size()
+    byte_ids = [i for i in range(size) if ref.is_byte(i)] or [ref.unk_id()]
+    other_ids = [i for i in range(size) if not ref.is_control(i)]
+    rnd = random.Random(name)
+    for _ in range(3000):
+        ids = [rnd.choice(byte_ids) if rnd.random() < 0.6 else rnd.choice(other_ids)
+               for _ in range(rnd.randrange(1, 12))]
+        assert tok.decode(ids) == ref.decode(ids), ids
+    control = [i for i in range(size) if ref.is_control(i)]
+    assert tok.decode([control[-1], *ids, control[0]]) == ref.decode(ids)
+    if name != "albert-spiece-fixture":  # (no byte pieces)
+        for pieces in (["<0x55>", "<0x03>", "<0x4D>", "<0xC2>"],
+                       ["<0xE4>", "<0xB8>", "<0x3E>", "<0x3F>"], ["<0x20>", "▁a"],
+                       ["<unk>", "▁a"], ["▁▁", "a"], ["<0xED>", "<0xA0>", "<0x80>", "▁x"]):
+            ids = [ref.piece_to_id(p) for p in pieces]
+            assert tok.decode(ids) == ref.decode(ids), pieces
+
+
 def test_a_model_file_round_trips_through_tokenizer_json(pairs, lines, tmp_path):
     for name in ("albert-spiece-fixture", "mistral-7b-v0.1"):
         tok, ref = pairs[name]
@@ -147,6 +175,8 @@ def test_a_model_file_round_trips_through_tokenizer_json(pairs, lines, tmp_path)
         again = Tokenizer.from_file(path)
         for text in lines[:3000:3]:
             assert again.encode_ordinary(text) == ref.encode(text), text
+        ids = [0, *ref.encode("cut bytes:"), *[i for i in range(300) if ref.is_byte(i)][:40]]
+        assert again.decode(ids) == tok.decode(ids) == ref.decode(ids)
 
 
 def test_the_normalizer_equals_sentencepieces_on_the_goldens(shared_data, pairs):
