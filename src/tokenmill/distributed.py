@@ -68,8 +68,9 @@ def plan_shards(inputs: Sequence[str | os.PathLike[str]], *, whole_file: bool = 
     shards = []
     for path in expand_inputs(inputs):
         if path == STDIN:
-            raise InputError("standard input cannot be counted on Dask (the workers cannot "
-                             "read it); save it to a file the workers can see")
+            raise InputError("standard input cannot be cut into shards (a shard is a file, "
+                             "or a byte range of one, that a worker reads); save it to a "
+                             "file first")
         fmt, compression = input_kind(path)
         if fmt in (None, "txt") and compression is None and not whole_file \
                 and os.path.getsize(path) > shard_bytes:

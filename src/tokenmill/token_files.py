@@ -1,12 +1,13 @@
 """Token files for pretraining: a corpus encoded into one flat array of ids on disk.
 
 ``NAME`` holds the ids, little-endian uint16 (when the vocabulary fits) or uint32, nothing else,
-so ``numpy.memmap(NAME, dtype)`` reads it. ``NAME.idx`` holds n + 1 uint64 offsets: document i
-is ``ids[idx[i]:idx[i + 1]]`` (a separator id, if asked for, ends each document and is counted
-in it). ``NAME.json`` says what they are: dtype, vocabulary size, the tokenizer's fingerprint,
-counts, the separator and the sha256 of both files. The three are written under temporary names
-and renamed into place, the description last: a ``NAME.json`` means a finished file, and a
-failed run (a full disk, bad input) leaves nothing behind.
+so ``numpy.memmap(NAME, dtype)`` reads it (but for a corpus without a token, whose empty file
+numpy cannot map: ``load_token_file`` gives an empty array for it). ``NAME.idx`` holds n + 1
+uint64 offsets: document i is ``ids[idx[i]:idx[i + 1]]`` (a separator id, if asked for, ends
+each document and is counted in it). ``NAME.json`` says what they are: dtype, vocabulary size,
+the tokenizer's fingerprint, counts, the separator and the sha256 of both files. The three are
+written under temporary names and renamed into place, the description last: a ``NAME.json``
+means a finished file, and a failed run (a full disk, bad input) leaves nothing behind.
 """
 
 from __future__ import annotations

@@ -78,12 +78,12 @@ def encode_shards(tok: Tokenizer, inputs: Sequence[str | os.PathLike[str]],
         raise InputError(f"{out}: directory {out.parent} does not exist")
     if out.exists() and not out.is_dir():
         raise InputError(f"{out}: exists and is not a directory (sharded output is a directory)")
-    out.mkdir(exist_ok=True)
     options = ReadOptions(text_field=text_field, column=column, whole_file=whole_file,
                           errors=errors)
     shards = plan_shards(inputs, whole_file=whole_file, shard_bytes=shard_bytes)
     if not shards:
         raise InputError("no input files to encode")
+    out.mkdir(exist_ok=True)  # (once the inputs are known to make shards)
     fingerprint = tok.fingerprint()
     jobs = [ShardJob(s, str(out / f"shard-{i:05d}.bin"), separator, options, num_threads,
                      fingerprint) for i, s in enumerate(shards)]

@@ -129,6 +129,13 @@ def test_a_rerun_that_reads_the_inputs_otherwise_encodes_them_again(gpt2, tmp_pa
     assert [len(docs) for docs in (docs_of(), docs_of(whole_file=True))] == [4, 3]
 
 
+def test_standard_input_is_no_shard(gpt2, tmp_path):
+    with pytest.raises(InputError, match=r"^standard input cannot be cut into shards .* save "
+                                         r"it to a file first$"):
+        encode_shards(gpt2, ["-"], tmp_path / "shards")
+    assert not (tmp_path / "shards").exists()
+
+
 def test_a_bad_dask_timeout_is_refused_before_connecting(gpt2, corpus, tmp_path):
     out = tmp_path / "shards"
     for bad in (float("nan"), float("inf"), -1, 0, "30", True):
