@@ -106,6 +106,23 @@ def _write(path: str, text: str) -> None:
         atomic_write_text(path, text)
 
 
+def _check_outputs(outputs: list[str | None], inputs: list[str | None]) -> None:
+    """Before anything is read or computed: each output file (not stdout) can be written where
+    it is named (its folder exists; it is no folder or device), no two outputs are the same
+    file, and none is one of the inputs (a tokenizer, a corpus, a strings file; a NAME=PATH
+    argument's PATH)."""
+    from tokenmill._io import write_target
+    from tokenmill.corpus import refuse_overwriting
+
+    files = [out for out in outputs if out and out != "-"]
+    targets = [write_target(Path(out)).resolve() for out in files]
+    for i, target in enumerate(targets):
+        if target in targets[:i]:
+            raise InputError(f"{files[i]}: named as two outputs; each needs its own file")
+    named = [spec for spec in inputs if spec]
+    refuse_overwriting(files, [*named, *(spec.partition("=")[2] for spec in named)])
+
+
 def _count(n: int, noun: str) -> str:
     """``1 corpus``, ``2 corpora``, ``3 tokenizers``."""
     plural = noun[:-2] + "ora" if noun.endswith("corpus") else noun + "s"
@@ -117,6 +134,8 @@ def _eval(args: argparse.Namespace) -> int:
     from tokenmill.evaluate import evaluate
 
     started = time.perf_counter()
+    _check_outputs([args.json, args.html],
+                   [*args.tokenizers, args.tiktoken_dir, *args.corpus, *args.corpora])
     toks, sources = _tokenizers(args.tokenizers, args.tiktoken_dir)
     corpora = _corpora(args)
     ev = evaluate(toks, corpora, context=args.context, rare=args.rare, reference=args.reference,
@@ -145,6 +164,11 @@ def _sweep(args: argparse.Namespace) -> int:
 
     started = time.perf_counter()
     sizes = sweep.parse_sizes(args.vocab_sizes)
+    if args.save_dir and not Path(args.save_dir).is_dir():
+        raise InputError(f"--save-dir {args.save_dir}: no such folder")
+    saved = [str(Path(args.save_dir) / f"tokenizer-{v}.json") for v in sizes] \
+        if args.save_dir else []
+    _check_outputs([args.json, args.html, *saved], [*args.train, *args.corpus, *args.corpora])
     corpora = _corpora(args)
 
     def texts() -> Any:
@@ -156,11 +180,6 @@ def _sweep(args: argparse.Namespace) -> int:
                                            min_frequency=args.min_frequency)
     named = {f"V={v}": tok for v, tok in toks.items()}
     size_of = {f"V={v}": v for v in toks}
-    if args.save_dir:
-        if not Path(args.save_dir).is_dir():
-            raise InputError(f"--save-dir {args.save_dir}: no such folder")
-        for v, tok in toks.items():
-            tok.save(Path(args.save_dir) / f"tokenizer-{v}.json")
     merges = {f"V={v}": len(tok.model.merges) for v, tok in toks.items()}
     counts = {name: [s.count for s in steps[:n]] for name, n in merges.items()}
     ev = evaluate(named, corpora, context=args.context, rare=args.rare,
@@ -168,6 +187,9 @@ def _sweep(args: argparse.Namespace) -> int:
                   sources={n: "trained on " + ", ".join(args.train) for n in named})
     ev.notes += notes
     rows = sweep.summary(ev, size_of)
+    if args.save_dir:  # (once the evaluation, which may refuse its options, is done)
+        for v, tok in toks.items():
+            tok.save(Path(args.save_dir) / f"tokenizer-{v}.json")
     if args.json:
         _write(args.json, report.to_json(ev, {"sweep": {
             "train": args.train, "vocab_sizes": sizes, "summary": rows,
@@ -194,11 +216,15 @@ def _sweep(args: argparse.Namespace) -> int:
 def _golden(args: argparse.Namespace) -> int:
     from tokenmill import golden
 
+    if args.golden_command == "freeze":
+        _check_outputs([args.output], [args.tokenizer, args.tiktoken_dir, *args.strings])
     name, source, tok = load_tokenizer(args.tokenizer, args.tiktoken_dir)
     if args.golden_command == "freeze":
         strings = [] if args.no_builtin else list(golden.BUILTIN)
         for path in args.strings:
-            strings += golden.read_strings(path)
+            # (the strings of several files named apart: user/a.txt/1, user/b.txt/1)
+            prefix = "user" if len(args.strings) == 1 else f"user/{Path(path).name}"
+            strings += golden.read_strings(path, prefix)
         if not strings:
             raise InputError(f"{args.strings[-1]}: no strings in it (and --no-builtin leaves out "
                              "the built-in ones)" if args.strings else
@@ -230,6 +256,8 @@ COMMANDS: dict[str, Callable[[argparse.Namespace], int]] = {
 
 
 def _eval_options(p: argparse.ArgumentParser) -> None:
+    from tokenmill.cli_train import at_least, read_flags
+
     p.add_argument("--corpus", action="append", default=[], metavar="NAME=PATH",
                    help="a corpus to evaluate on (repeatable), read as train reads text: a "
                         "text file (one document a line), .jsonl (a \"text\" field a line) or "
@@ -241,25 +269,25 @@ def _eval_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--reference", metavar="NAME",
                    help="the corpus parity is measured against (e.g. eng_Latn): tokens of each "
                         "corpus / tokens of the reference, on parallel corpora")
-    p.add_argument("--context", type=int, default=2048, metavar="N",
+    p.add_argument("--context", type=at_least(1), default=2048, metavar="N",
                    help="context budget in tokens: report the share of documents longer than "
                         "this (default: 2048)")
-    p.add_argument("--rare", type=int, default=10, metavar="K",
+    p.add_argument("--rare", type=at_least(1), default=10, metavar="K",
                    help="report the share of vocabulary rows used fewer than K times "
                         "(default: 10)")
     p.add_argument("--json", nargs="?", const="-", metavar="FILE",
                    help="write the metrics as JSON to FILE, or to stdout instead of the table")
     p.add_argument("--html", metavar="FILE",
                    help="write a self-contained HTML report with plots (needs matplotlib)")
-    p.add_argument("--max-documents", type=int, metavar="N",
+    p.add_argument("--max-documents", type=at_least(1), metavar="N",
                    help="read at most the first N documents of each corpus")
-    from tokenmill.cli_train import read_flags
-
     read_flags(p)
 
 
 def add_parsers(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     """Add the evaluation subcommands to the main parser's subparsers."""
+    from tokenmill.cli_train import at_least
+
     e = sub.add_parser("eval", help="tokens per byte, tails, unknowns, vocabulary use and parity "
                                     "of tokenizers on corpora",
                        description="Metrics per tokenizer and corpus, over documents. "
@@ -283,7 +311,7 @@ def add_parsers(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-a
                         "byte-level BPE with the GPT-2 pre-tokenizer, as train --byte-level)")
     s.add_argument("--special-tokens", nargs="+", default=[], metavar="TOKEN",
                    help="special tokens, given the first ids")
-    s.add_argument("--min-frequency", type=int, default=0,
+    s.add_argument("--min-frequency", type=at_least(0), default=0,
                    help="stop when the most frequent pair is seen fewer times than this")
     s.add_argument("--save-dir", metavar="DIR",
                    help="also save each tokenizer as DIR/tokenizer-V.json")
@@ -301,7 +329,7 @@ def add_parsers(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-a
     c = gsub.add_parser("check", help="re-encode a golden file's strings; exit 1 on any drift")
     c.add_argument("tokenizer", metavar="TOKENIZER", help=TOKENIZER_HELP)
     c.add_argument("goldens", help="a file written by 'tokenmill golden freeze'")
-    c.add_argument("--max-diffs", type=int, default=5, metavar="N",
+    c.add_argument("--max-diffs", type=at_least(0), default=5, metavar="N",
                    help="show the first N drifted strings (default: 5)")
     c.add_argument("--ignore-fingerprint", action="store_true",
                    help="pass when every string encodes as frozen, even if the fingerprint "

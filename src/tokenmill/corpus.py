@@ -146,14 +146,18 @@ def refuse_overwriting(outputs: Sequence[str | os.PathLike[str]],
             continue  # not there yet
         written[(st.st_dev, st.st_ino)] = out
     for given in inputs if written else ():
-        try:
-            st = os.stat(given)
-        except OSError:
-            continue  # ("-", or a name that is not a file: the reader says what it is)
-        same = written.get((st.st_dev, st.st_ino))
-        if same is not None:
-            raise InputError(f"{same}: is also an input ({os.fspath(given)}); writing the "
-                             "output would replace it")
+        # A folder given as an input (a model's folder, a ranks folder) is read for some of
+        # its files: an output that is any file in it is refused.
+        for path in _walk(os.fspath(given)) if os.path.isdir(given) else [given]:
+            try:
+                st = os.stat(path)
+            except OSError:
+                continue  # ("-", or a name that is not a file: the reader says what it is)
+            same = written.get((st.st_dev, st.st_ino))
+            if same is not None:
+                shown = os.fspath(given) if path == given else f"{path}, in {os.fspath(given)}"
+                raise InputError(f"{same}: is also an input ({shown}); writing the output would "
+                                 "replace it")
 
 
 def _walk(root: str) -> list[str]:

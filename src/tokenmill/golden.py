@@ -129,10 +129,12 @@ BUILTIN: list[tuple[str, str]] = [
 ]
 
 
-def read_strings(path: str | os.PathLike[str]) -> list[tuple[str, str]]:
+def read_strings(path: str | os.PathLike[str],
+                 prefix: str = "user") -> list[tuple[str, str]]:
     """The user's strings for ``--strings FILE``: a ``.json`` list of strings, a ``.jsonl`` file
     (a JSON string, or an object with ``"text"`` and optional ``"name"``, per line) or a text
-    file (one string per line, without its line end)."""
+    file (one string per line, without its line end). A string without a name of its own is
+    named ``PREFIX/N`` (N: its place in the list, or its line)."""
     p = Path(path)
     name = p.name
     if name.endswith(".json"):
@@ -144,11 +146,11 @@ def read_strings(path: str | os.PathLike[str]) -> list[tuple[str, str]]:
             raise FormatError(f"{p}: not a JSON file ({e})") from None
         if not isinstance(items, list) or not all(isinstance(s, str) for s in items):
             raise FormatError(f"{p}: expected a JSON list of strings")
-        return [(f"user/{i + 1}", s) for i, s in enumerate(items)]
+        return [(f"{prefix}/{i + 1}", s) for i, s in enumerate(items)]
     out = []
     for number, line in enumerate(read_lines(p), 1):
         if not name.endswith(".jsonl"):
-            out.append((f"user/{number}", line))
+            out.append((f"{prefix}/{number}", line))
             continue
         if not line.strip():
             continue
@@ -157,9 +159,9 @@ def read_strings(path: str | os.PathLike[str]) -> list[tuple[str, str]]:
         except json.JSONDecodeError as e:
             raise FormatError(f"{p}:{number}: not JSON ({e.msg})") from None
         if isinstance(item, dict) and isinstance(item.get("text"), str):
-            out.append((str(item.get("name", f"user/{number}")), item["text"]))
+            out.append((str(item.get("name", f"{prefix}/{number}")), item["text"]))
         elif isinstance(item, str):
-            out.append((f"user/{number}", item))
+            out.append((f"{prefix}/{number}", item))
         else:
             raise FormatError(f'{p}:{number}: expected a JSON string or an object with "text"')
     return out
@@ -217,13 +219,41 @@ def read_golden(path: str | os.PathLike[str]) -> tuple[dict[str, Any], list[dict
             raise FormatError(f"{p}:{number}: expected a JSON object")
         if items and not (isinstance(item.get("name"), str) and isinstance(item.get("text"), str)):
             raise FormatError(f'{p}:{number}: a golden record needs "name" and "text" strings')
+        if items and (problem := _record_problem(item)) is not None:
+            raise FormatError(f"{p}:{number}: {problem}")
         items.append(item)
     if not items or items[0].get("tokenmill_golden") != FORMAT_VERSION:
         raise FormatError(f"{p}: not a tokenmill golden file (its first line must be the header "
                           f'with "tokenmill_golden": {FORMAT_VERSION})')
     if not isinstance(items[0].get("fingerprint"), str):
         raise FormatError(f'{p}:1: the header has no "fingerprint"')
+    count = items[0].get("strings")
+    if count != len(items) - 1:
+        raise FormatError(f"{p}: holds {len(items) - 1} strings where its header says {count!r}; "
+                          "a file cut short, or edited?")
     return items[0], items[1:]
+
+
+def _record_problem(item: dict[str, Any]) -> str | None:
+    """What is wrong with a golden record's fields, as ``record`` writes them (an error, or ids,
+    tokens, offsets and the decoded text), or None."""
+    if "error" in item:
+        return None if isinstance(item["error"], str) else '"error" must be a string'
+    checks = {
+        "ids": lambda v: isinstance(v, list) and all(type(i) is int for i in v),
+        "tokens": lambda v: isinstance(v, list) and all(isinstance(t, str) for t in v),
+        "offsets": lambda v: isinstance(v, list) and all(
+            isinstance(o, list) and len(o) == 2 and all(type(i) is int for i in o) for o in v),
+        "decoded": lambda v: isinstance(v, str),
+    }
+    shapes = {"ids": "a list of integers", "tokens": "a list of strings",
+              "offsets": "a list of [start, end] pairs of integers", "decoded": "a string"}
+    for key, valid in checks.items():
+        if key not in item:
+            return f'the record has no "{key}" (nor an "error")'
+        if not valid(item[key]):
+            return f'"{key}" must be {shapes[key]}'
+    return None
 
 
 def _short(values: Sequence[Any], limit: int = 8) -> str:
