@@ -138,6 +138,20 @@ def positive_number(text: str) -> float:
     return value
 
 
+def at_least(low: int) -> Callable[[str], int]:
+    """An argparse type: an integer from ``low`` to 2**63 - 1."""
+    def parse(text: str) -> int:
+        try:
+            value = int(text)
+        except ValueError:
+            value = low - 1
+        if not low <= value < 1 << 63:
+            raise argparse.ArgumentTypeError(f"expected an integer >= {low}, got {text!r}")
+        return value
+
+    return parse
+
+
 def engine_flags(p: argparse.ArgumentParser, engine_help: str) -> None:
     """--engine, --scheduler and --timeout (train, count and encode-corpus share them)."""
     p.add_argument("--engine", choices=["local", "dask"], default="local", help=engine_help)
@@ -192,12 +206,23 @@ def _check_flags(args: argparse.Namespace) -> None:
             # special token, and the bundled sample the corpus.
             raise InputError(f"--special-tokens took {token!r}, which is a file: put the "
                              "inputs before --special-tokens (or last, after --)")
+    _check_byte_alphabet(args, args.byte_level and args.model == "bpe")
     if args.byte_level and args.model == "bpe":  # (other models refuse --byte-level itself)
         for flag in ("end_of_word_suffix", "end_of_word_marker", "continuing_subword_prefix"):
             if getattr(args, flag, None):
                 raise InputError(f"--{flag.replace('_', '-')} is for --char-level: a byte-level "
                                  "tokenizer keeps spaces in its tokens (Ġ) and decodes without "
                                  "one")
+
+
+def _check_byte_alphabet(args: argparse.Namespace, byte_level: bool) -> None:
+    """A byte-level BPE keeps its 256 byte symbols in its alphabet; --limit-alphabet counts
+    them (as Hugging Face's limit_alphabet counts the initial alphabet), so a limit below 256
+    would leave bytes no token spells, and text that does not decode back."""
+    limit = getattr(args, "limit_alphabet", None)
+    if byte_level and limit is not None and limit < 256:
+        raise InputError(f"--limit-alphabet {limit} is below the 256 byte symbols a byte-level "
+                         "tokenizer needs to spell any text; give 256 or more, or leave it out")
 
 
 def _pipeline(args: argparse.Namespace) -> Tokenizer:
@@ -338,12 +363,18 @@ def _train_command(args: argparse.Namespace) -> int:
     if args.model == "unigram" and tok.decoder is None:  # trained from a count file
         tok.decoder = decoders.Metaspace()
     byte_level = isinstance(tok.pre_tokenizer, pre_tokenizers.ByteLevel)
+    _check_byte_alphabet(args, byte_level)
     alphabet = list(dict.fromkeys(args.initial_alphabet or ""))
     if byte_level:
         alphabet += [c for c in pre_tokenizers.ByteLevel.alphabet() if c not in alphabet]
     end = args.end_of_word_suffix or args.end_of_word_marker
     if end and not byte_level:
         tok.decoder = decoders.BPEDecoder(suffix=end)
+    prefix = getattr(args, "continuing_subword_prefix", None)
+    if prefix and args.model == "bpe" and not byte_level:
+        # (the prefix glues a token to the one before it, as WordPiece's does; without this
+        # decoder the tokens were joined by spaces, prefixes and all: "beg ##in ##ning")
+        tok.decoder = bert.WordPieceDecoder(prefix=prefix, cleanup=False)
     trainer = _trainer(args, initial_alphabet=tuple(alphabet),
                        show_progress=not args.quiet and sys.stderr.isatty())
     result = tok.train_from_counts(counts, trainer)

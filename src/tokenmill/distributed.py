@@ -194,7 +194,17 @@ def connect(client: Any, scheduler: str | None, timeout: float) -> Iterator[Any]
         raise InputError("the Dask engine needs dask.distributed: pip install "
                          "'tokenmill[dask]'") from None
     owned = client is None and scheduler is not None
-    if owned:
+    if client is None and scheduler is not None:
+        from distributed.comm import get_address_host_port
+
+        try:
+            get_address_host_port(scheduler)
+        except ValueError as e:
+            # (checked before a Client is made: one that fails to start leaves its closing
+            # to the collector, which printed a traceback after the error's line)
+            if not scheduler.startswith("inproc://"):
+                raise InputError(f"{scheduler}: not a Dask scheduler address ({e}); expected "
+                                 "tcp://HOST:PORT") from None
         try:
             client = distributed.Client(scheduler, timeout=timeout, set_as_default=False)
         except (OSError, TimeoutError, ValueError) as e:

@@ -4,7 +4,8 @@ A corpus is a list of documents (one a line; see :func:`read_corpus`). Per token
 
 - ``tokens_per_byte`` / ``tokens_per_char``: each non-empty document's token count divided by its
   UTF-8 bytes / characters; the mean of those ratios and their p50, p95 and p99;
-- ``bytes_per_token``: the corpus's bytes over its tokens (a ratio of totals, not of documents);
+- ``bytes_per_token``: the corpus's bytes over its tokens (a ratio of totals, not of documents;
+  None when the corpus gives no token);
 - ``unk_rate`` / ``byte_fallback_rate``: the share of tokens that are the unknown token / a
   ``<0xNN>`` byte-fallback token;
 - ``over_context``: the share of documents of more than ``context`` tokens;
@@ -156,7 +157,7 @@ class Result:
     chars: int
     tokens_per_byte: dict[str, float]
     tokens_per_char: dict[str, float]
-    bytes_per_token: float
+    bytes_per_token: float | None  # None: no token at all (the text was all dropped)
     unk_rate: float
     byte_fallback_rate: float
     over_context: float
@@ -281,6 +282,8 @@ def merge_uses(tok: Tokenizer, usage: Sequence[int]) -> list[int] | None:
 
 
 def _vocab_use(counter: Mapping[int, int], rows: int, rare: int) -> tuple[float, float]:
+    if rows == 0:  # (a tokenizer without a vocabulary: no row goes unused)
+        return 0.0, 0.0
     used = sum(1 for i, n in counter.items() if 0 <= i < rows and n > 0)
     common = sum(1 for i, n in counter.items() if 0 <= i < rows and n >= rare)
     return (rows - used) / rows, (rows - common) / rows
@@ -349,7 +352,7 @@ def evaluate(tokenizers: Mapping[str, Tokenizer], corpora: Sequence[Corpus], *,
                 tok_name, c.name, len(docs), tokens, sum(nbytes), sum(nchars),
                 tokens_per_byte=summarize(tpb := [n / b for n, b in zip(lengths, nbytes)]),
                 tokens_per_char=summarize([n / k for n, k in zip(lengths, nchars)]),
-                bytes_per_token=sum(nbytes) / tokens if tokens else 0.0,
+                bytes_per_token=sum(nbytes) / tokens if tokens else None,
                 unk_rate=sum(counter[i] for i in unk) / tokens if tokens else 0.0,
                 byte_fallback_rate=sum(counter[i] for i in fallback) / tokens if tokens else 0.0,
                 over_context=sum(1 for n in lengths if n > context) / len(lengths),

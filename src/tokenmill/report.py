@@ -48,7 +48,8 @@ def length_rows(ev: Evaluation) -> tuple[list[str], list[list[str]]]:
     rows = [[r.tokenizer, r.corpus, f"{r.documents:,}",
              *(_num(r.tokens_per_byte[k]) for k in ("mean", "p50", "p95", "p99")),
              *(_num(r.tokens_per_char[k]) for k in ("mean", "p50", "p95", "p99")),
-             f"{r.bytes_per_token:.2f}", _pct(r.over_context), _num(r.parity)]
+             "–" if r.bytes_per_token is None else f"{r.bytes_per_token:.2f}",
+             _pct(r.over_context), _num(r.parity)]
             for r in ev.results]
     return head, rows
 

@@ -110,8 +110,8 @@ def summary(ev: Evaluation, sizes: dict[str, int]) -> list[dict[str, Any]]:
         parities = [r.parity for r in mine if r.parity is not None and r.corpus != reference]
         out.append({"tokenizer": t.name, "vocab_size": sizes[t.name],
                     "tokens_per_byte": summarize(pooled),
-                    "bytes_per_token": sum(r.bytes for r in mine) / max(1, sum(r.tokens
-                                                                               for r in mine)),
+                    "bytes_per_token": sum(r.bytes for r in mine) / tokens
+                    if (tokens := sum(r.tokens for r in mine)) else None,
                     "vocab_unused": t.vocab_unused, "vocab_rare": t.vocab_rare,
                     "mean_parity": sum(parities) / len(parities) if parities else None})
     return out
@@ -122,7 +122,8 @@ def summary_table(rows: list[dict[str, Any]], rare: int) -> tuple[list[str], lis
             f"used <{rare}x", "mean parity"]
     body = [[r["tokenizer"], f"{r['vocab_size']:,}",
              *(f"{r['tokens_per_byte'][k]:.3f}" for k in ("mean", "p50", "p95", "p99")),
-             f"{r['bytes_per_token']:.2f}", f"{100 * r['vocab_unused']:.2f}%",
+             "–" if r["bytes_per_token"] is None else f"{r['bytes_per_token']:.2f}",
+             f"{100 * r['vocab_unused']:.2f}%",
              f"{100 * r['vocab_rare']:.2f}%",
              "–" if r["mean_parity"] is None else f"{r['mean_parity']:.3f}"] for r in rows]
     return head, body

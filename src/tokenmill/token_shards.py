@@ -83,7 +83,22 @@ def encode_shards(tok: Tokenizer, inputs: Sequence[str | os.PathLike[str]],
     shards = plan_shards(inputs, whole_file=whole_file, shard_bytes=shard_bytes)
     if not shards:
         raise InputError("no input files to encode")
+    created = not out.exists()
     out.mkdir(exist_ok=True)  # (once the inputs are known to make shards)
+    try:
+        return _encode_into(tok, out, shards, options, separator, engine, client, scheduler,
+                            timeout, num_threads, progress)
+    except BaseException:
+        if created and not any(out.iterdir()):  # (nothing written: the folder goes too)
+            out.rmdir()
+        raise
+
+
+def _encode_into(tok: Tokenizer, out: Path, shards: list[Shard], options: ReadOptions,
+                 separator: int | None, engine: str, client: Any, scheduler: str | None,
+                 timeout: float, num_threads: int | None,
+                 progress: Callable[[TokenFileInfo], Any] | None) -> dict[str, Any]:
+    """encode_shards once its arguments are checked and ``out`` is made."""
     fingerprint = tok.fingerprint()
     jobs = [ShardJob(s, str(out / f"shard-{i:05d}.bin"), separator, options, num_threads,
                      fingerprint) for i, s in enumerate(shards)]

@@ -65,7 +65,8 @@ class BPETrainer:
     initial_alphabet: tuple[str, ...] = field(default=(), metadata={
         "help": "characters always in the alphabet, seen in the corpus or not"})
     limit_alphabet: int | None = field(default=None, metadata={
-        "help": "keep only the most frequent characters (plus the initial alphabet)"})
+        "help": "keep only the most frequent characters, the initial alphabet's first (it "
+                "counts them, as Hugging Face's does)"})
     end_of_word_marker: str | None = field(default=None, metadata={
         "help": "a SEPARATE symbol appended to every word, as in the textbooks (e.g. </w>)"})
     end_of_word_suffix: str | None = field(default=None, metadata={
@@ -82,7 +83,7 @@ class BPETrainer:
         self._check()
 
     def _check(self) -> None:
-        check_string_options(self)
+        check_options(self)
         if self.num_merges is None and self.vocab_size < 1:
             raise InputError(f"vocab_size must be >= 1, got {self.vocab_size}")
         if self.num_merges is not None and self.num_merges < 0:
@@ -143,12 +144,16 @@ class BPETrainer:
         return TrainResult(model, steps, alphabet_size)
 
 
-def check_string_options(options: Any) -> None:
-    """Every string option of a trainer, and each string of a tuple option, is valid text: the
-    core takes them as UTF-8, and a lone surrogate (as the CLI gets for a byte that is not
-    UTF-8) would fail the conversion with a bare TypeError naming no option."""
+def check_options(options: Any) -> None:
+    """What the core cannot take, named: every string option of a trainer, and each string of
+    a tuple option, is valid text (the core takes them as UTF-8, and a lone surrogate, as the
+    CLI gets for a byte that is not UTF-8, would fail the conversion with a bare TypeError
+    naming no option), and every integer option fits the core's 64 bits (2**64 failed the
+    binding's conversion the same way). The trainers check the ranges of their own."""
     for f in fields(options):
         value = getattr(options, f.name)
+        if isinstance(value, int) and not isinstance(value, bool) and abs(value) >= 1 << 63:
+            raise InputError(f"{f.name} must be below 2**63, got {value}")
         if isinstance(value, str):
             check_text(value, f"{f.name}: {value!r}")
         elif isinstance(value, (tuple, list)):  # the options' tuples all hold strings

@@ -24,7 +24,7 @@ from tokenmill._args import thread_count
 from tokenmill._io import check_text
 from tokenmill.errors import InputError
 from tokenmill.models.unigram import UNKNOWN, Unigram
-from tokenmill.trainers.bpe import check_string_options, words_and_counts
+from tokenmill.trainers.bpe import check_options, words_and_counts
 
 # Script classes of seed pieces: a piece keeps to one (after its "▁"), as sentencepiece's
 # split_by_unicode_script and split_by_number do; the kana count as Han, as there.
@@ -93,7 +93,7 @@ class UnigramTrainer:
         "help": "report each round's vocabulary size and likelihood on stderr"})
 
     def __post_init__(self) -> None:
-        check_string_options(self)
+        check_options(self)
         if self.vocab_size < 1:
             raise InputError(f"vocab_size must be >= 1, got {self.vocab_size}")
         if not 0.0 < self.shrinking_factor < 1.0:

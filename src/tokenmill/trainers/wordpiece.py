@@ -10,7 +10,7 @@ from tokenmill import _core
 from tokenmill._io import check_text
 from tokenmill.errors import InputError
 from tokenmill.models.wordpiece import WordPiece
-from tokenmill.trainers.bpe import _progress_bar, check_string_options
+from tokenmill.trainers.bpe import _progress_bar, check_options
 
 _MAX_COUNT = 2**64 - 1
 
@@ -96,7 +96,7 @@ class WordPieceTrainer:
     show_progress: bool = field(default=False, metadata={"help": "show a progress bar"})
 
     def __post_init__(self) -> None:
-        check_string_options(self)
+        check_options(self)
         if self.vocab_size < 1:
             raise InputError(f"vocab_size must be >= 1, got {self.vocab_size}")
         if self.min_frequency < 0:
