@@ -610,6 +610,15 @@ def test_bad_tiktoken_files(tmp_path, content, message):
         tokenmill.load("cl100k_base", path=path)
 
 
+def test_another_encodings_ranks_are_refused(shared_data):
+    ranks = shared_data / "tokenizers" / "tiktoken"
+    with pytest.raises(tokenmill.FormatError, match=r"r50k_base.tiktoken: 50,256 ranks, where "
+                       r"cl100k_base's cl100k_base.tiktoken has 100,256: the ranks of another"):
+        tokenmill.load("cl100k_base", path=ranks / "r50k_base.tiktoken")
+    with pytest.raises(tokenmill.FormatError, match="50,280 ranks, where r50k_base's"):
+        tokenmill.load("r50k_base", path=ranks / "p50k_base.tiktoken")
+
+
 def test_unknown_preset_and_missing_path(tmp_path):
     with pytest.raises(InputError, match="unknown preset 'cl200k'"):
         tokenmill.load("cl200k")

@@ -53,24 +53,27 @@ _O200K_PATTERN = "|".join([
 @dataclass(frozen=True)
 class Preset:
     """One of OpenAI's encodings: its split pattern and special tokens (as tiktoken 0.14.0
-    defines them), and the name of its ranks file."""
+    defines them), the name of its ranks file and how many ranks that holds."""
 
     name: str
     pattern: str
     special_tokens: dict[str, int]
     file: str
+    ranks: int
 
 
 PRESETS: dict[str, Preset] = {p.name: p for p in [
-    Preset("r50k_base", _GPT2_PATTERN, {"<|endoftext|>": 50256}, "r50k_base.tiktoken"),
-    Preset("p50k_base", _GPT2_PATTERN, {"<|endoftext|>": 50256}, "p50k_base.tiktoken"),
+    Preset("r50k_base", _GPT2_PATTERN, {"<|endoftext|>": 50256}, "r50k_base.tiktoken", 50256),
+    Preset("p50k_base", _GPT2_PATTERN, {"<|endoftext|>": 50256}, "p50k_base.tiktoken", 50280),
     Preset("cl100k_base", _CL100K_PATTERN,
            {"<|endoftext|>": 100257, "<|fim_prefix|>": 100258, "<|fim_middle|>": 100259,
-            "<|fim_suffix|>": 100260, "<|endofprompt|>": 100276}, "cl100k_base.tiktoken"),
+            "<|fim_suffix|>": 100260, "<|endofprompt|>": 100276}, "cl100k_base.tiktoken",
+           100256),
     Preset("o200k_base", _O200K_PATTERN, {"<|endoftext|>": 199999, "<|endofprompt|>": 200018},
-           "o200k_base.tiktoken"),
+           "o200k_base.tiktoken", 199998),
 ]}
-PRESETS["gpt2"] = Preset("gpt2", _GPT2_PATTERN, {"<|endoftext|>": 50256}, "r50k_base.tiktoken")
+PRESETS["gpt2"] = Preset("gpt2", _GPT2_PATTERN, {"<|endoftext|>": 50256}, "r50k_base.tiktoken",
+                         50256)
 
 
 def read_ranks(path: str | os.PathLike[str]) -> dict[bytes, int]:
@@ -167,6 +170,11 @@ def load(name: str, path: str | os.PathLike[str] | None = None) -> Tokenizer:
     except InputError as e:  # "line N: ..." from the core's parser
         line, _, message = str(e).partition(": ")
         raise FormatError(f"{p}:{line.removeprefix('line ')}: {message}") from None
+    if len(ranks) != preset.ranks:
+        # (another encoding's file, given by its path: its ranks under this one's pattern and
+        # special tokens are no encoding at all)
+        raise FormatError(f"{p}: {len(ranks):,} ranks, where {name}'s {preset.file} has "
+                          f"{preset.ranks:,}: the ranks of another encoding?")
     triples = array("I")
     triples.frombytes(packed)
     return _tokenizer(dict(zip(spelled, ranks)), triples, unreachable, preset.pattern,
