@@ -124,6 +124,39 @@ class NFKD(_UnicodeForm):
     form = "NFKD"
 
 
+@register("normalizer", "StripAccents")
+@dataclass(frozen=True)
+class StripAccents(Normalizer):
+    """Drop every combining mark (Unicode category M: Mn, Mc, Me), as Hugging Face's does; it
+    decomposes nothing, so a file puts NFD or NFKD before it to strip the accents of composed
+    letters (ALBERT's and XLNet's tokenizer.json do).
+
+    >>> n = StripAccents().normalize(NormalizedString("cafe\u0301 e\u0301"))
+    >>> n.text, n.span(4, 5)
+    ('cafe e', (5, 6))
+    """
+
+    def normalize(self, s: NormalizedString) -> NormalizedString:
+        if s.text.isascii() or _MARKS.search(s.text) is None:
+            return s
+        return s.transform(_unmarked(s.text))
+
+    def normalize_str(self, text: str) -> str:
+        return text if text.isascii() else _MARKS.sub("", text)
+
+
+_MARKS = regex.compile(r"\p{M}+")
+
+
+def _unmarked(text: str) -> Iterator[tuple[str, int, int]]:
+    """The chunks of ``text`` between its runs of marks (which are dropped)."""
+    done = 0
+    for m in _MARKS.finditer(text):
+        yield text[done:m.start()], done, m.start()
+        done = m.end()
+    yield text[done:], done, len(text)
+
+
 @register("normalizer", "Lowercase")
 @dataclass(frozen=True)
 class Lowercase(Normalizer):

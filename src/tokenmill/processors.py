@@ -215,3 +215,72 @@ class ByteLevel(ByteLevelFields):
                 end = max(end - trailing, start)
             out.append((start, end))
         return out
+
+
+@register("post_processor", "RobertaProcessing")
+@dataclass(frozen=True)
+class RobertaProcessing:
+    """RoBERTa's post-processor: ``<s> A </s>``, and ``<s> A </s> </s> B </s>`` for a pair,
+    every type id 0 (the second input's too, as Hugging Face gives them); with
+    ``trim_offsets``, offsets trimmed of their spaces as the ByteLevel post-processor trims
+    them (``add_prefix_space`` keeps the one space the pre-tokenizer added).
+
+    >>> p = RobertaProcessing(("</s>", 2), ("<s>", 0))
+    >>> e = p.process(Encoding([31414], ["Hello"], [(0, 5)]), Encoding([232], ["Ġthere"],
+    ...               [(5, 11)]))
+    >>> e.ids, e.type_ids
+    ([0, 31414, 2, 2, 232, 2], [0, 0, 0, 0, 0, 0])
+    >>> e.offsets  # (B's first token keeps its space: first of its input, as in Hugging Face)
+    [(0, 0), (0, 5), (0, 0), (0, 0), (5, 11), (0, 0)]
+    """
+
+    sep: tuple[str, int]
+    cls: tuple[str, int]
+    _: KW_ONLY
+    trim_offsets: bool = True
+    add_prefix_space: bool = True
+
+    first_input = "A"
+
+    def added_tokens(self, is_pair: bool) -> int:
+        return 4 if is_pair else 2
+
+    def keeps_single(self) -> bool:
+        return False
+
+    def process(self, a: Encoding, b: Encoding | None = None, add_special_tokens: bool = True,
+                *, overflow: tuple[bool, bool] = (False, False)) -> Encoding:
+        """The layout above; ``overflow`` is taken for the other processors' sake (every type
+        id is 0 here, overflowing windows' too)."""
+        trim = ByteLevel(add_prefix_space=self.add_prefix_space)
+        inputs = [a] if b is None else [a, b]
+        if self.trim_offsets:
+            inputs = [e.replace(offsets=trim._trimmed(e)) for e in inputs]
+        inputs = [e.retyped(0) for e in inputs]
+        if not add_special_tokens:
+            return Encoding.concat(inputs)
+
+        def special(token: tuple[str, int]) -> Encoding:
+            return Encoding([token[1]], [token[0]], ([0], [0]), None, None, [1],
+                            id_to_token=a.token_source)
+
+        parts = [special(self.cls), inputs[0], special(self.sep)]
+        if b is not None:
+            parts += [special(self.sep), inputs[1], special(self.sep)]
+        return Encoding.concat(parts)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"type": "RobertaProcessing", "sep": list(self.sep), "cls": list(self.cls),
+                "trim_offsets": self.trim_offsets, "add_prefix_space": self.add_prefix_space}
+
+    @classmethod
+    def from_fields(cls, data: dict[str, Any], where: str) -> RobertaProcessing:
+        def token(name: str, default: tuple[str, int]) -> tuple[str, int]:
+            value = field(data, name, list, where, list(default))
+            if len(value) != 2 or not isinstance(value[0], str) or type(value[1]) is not int:
+                raise FormatError(f"{where}.{name}: expected [token, id], got {value!r}")
+            return value[0], value[1]
+
+        return cls(token("sep", ("</s>", 2)), token("cls", ("<s>", 0)),
+                   trim_offsets=field(data, "trim_offsets", bool, where, True),
+                   add_prefix_space=field(data, "add_prefix_space", bool, where, True))

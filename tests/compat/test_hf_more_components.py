@@ -1,0 +1,94 @@
+"""Components of real tokenizer.json files beyond BERT's, GPT-2's and Llama's: RoBERTa's
+post-processor and the StripAccents normalizer (ALBERT's and XLNet's files), against Hugging
+Face tokenizers on the same file, field by field."""
+
+from __future__ import annotations
+
+import gzip
+import json
+
+import pytest
+import tokenizers
+
+from tokenmill import FormatError, Tokenizer
+from tokenmill.encoding import Padding, Truncation
+
+
+def fields(e):
+    return (e.ids, e.tokens, e.offsets, e.type_ids, e.special_tokens_mask, e.attention_mask)
+
+
+def both(tmp_path, data):
+    path = tmp_path / "tokenizer.json"
+    path.write_text(json.dumps(data), encoding="utf-8")
+    return tokenizers.Tokenizer.from_file(str(path)), Tokenizer.from_file(path)
+
+
+@pytest.fixture(scope="module")
+def lines(shared_data):
+    return (shared_data / "text" / "en" / "tinyshakespeare.txt").read_text(
+        encoding="utf-8").splitlines()[:300]
+
+
+@pytest.mark.parametrize("add_prefix_space, trim_offsets",
+                         [(True, True), (False, True), (True, False)])
+def test_roberta_processing(shared_data, tmp_path, lines, add_prefix_space, trim_offsets):
+    # GPT-2's vocabulary behind RoBERTa's layout: <s> A </s> (</s> B </s>), type ids all 0,
+    # offsets trimmed of spaces, with truncation, overflowing windows and padding too.
+    data = json.loads((shared_data / "tokenizers" / "gpt2" / "tokenizer.json").read_text())
+    data["pre_tokenizer"] = {"type": "ByteLevel", "add_prefix_space": add_prefix_space,
+                             "trim_offsets": True, "use_regex": True}
+    data["post_processor"] = {"type": "RobertaProcessing", "sep": ["<|endoftext|>", 50256],
+                              "cls": ["<|endoftext|>", 50256], "trim_offsets": trim_offsets,
+                              "add_prefix_space": add_prefix_space}
+    theirs, ours = both(tmp_path, data)
+    assert ours.to_dict()["post_processor"] == data["post_processor"]
+    inputs = []
+    for i in range(0, 200, 2):
+        a, b = lines[i], lines[i + 1] + "  trailing  "
+        inputs += [(a,), (a, b), (" " + a, "  " + b)]
+    for args in inputs:
+        for special in (True, False):
+            assert fields(ours.encode(*args, add_special_tokens=special)) == \
+                fields(theirs.encode(*args, add_special_tokens=special)), args
+    batch = [args if len(args) == 2 else args[0] for args in inputs[:60]]
+    assert [fields(e) for e in ours.encode_batch(batch)] == \
+        [fields(e) for e in theirs.encode_batch(batch)]
+    theirs.enable_truncation(12, stride=3)
+    theirs.enable_padding(length=14, pad_id=50256, pad_token="<|endoftext|>")
+    ours.truncation = Truncation(max_length=12, stride=3)
+    ours.padding = Padding(length=14, pad_id=50256, pad_token="<|endoftext|>")
+    for args in inputs[:90]:
+        mine, ref = ours.encode(*args), theirs.encode(*args)
+        assert fields(mine) == fields(ref), args
+        assert [fields(o) for o in mine.overflowing] == [fields(o) for o in ref.overflowing]
+
+
+def test_roberta_processing_defaults_and_bad_fields(shared_data, tmp_path):
+    data = json.loads((shared_data / "tokenizers" / "gpt2" / "tokenizer.json").read_text())
+    data["post_processor"] = {"type": "RobertaProcessing", "sep": ["</s>", 2]}
+    tok = Tokenizer.from_dict(data, "t.json")
+    assert tok.post_processor.cls == ("<s>", 0) and tok.post_processor.trim_offsets
+    data["post_processor"] = {"type": "RobertaProcessing", "sep": ["</s>"]}
+    with pytest.raises(FormatError, match=r"post_processor.sep: expected \[token, id\]"):
+        Tokenizer.from_dict(data, "t.json")
+
+
+def test_strip_accents(shared_data, tmp_path):
+    # As ALBERT's file has it: NFKD, then StripAccents, then Lowercase; over accented Latin,
+    # Vietnamese and Devanagari (whose vowel signs are marks too).
+    data = json.loads((shared_data / "tokenizers" / "all-MiniLM-L6-v2" / "tokenizer.json")
+                      .read_text())
+    data["normalizer"] = {"type": "Sequence", "normalizers": [
+        {"type": "NFKD"}, {"type": "StripAccents"}, {"type": "Lowercase"}]}
+    theirs, ours = both(tmp_path, data)
+    flores = shared_data / "text" / "flores200_dev"
+    texts = ["Café Ñandú naïve", "e\u0301cole x\u0308\u0301", "ﬁancé ²", "Ǆ ǅ ǆ"]
+    for language in ("vie_Latn", "hin_Deva", "fra_Latn"):
+        texts += gzip.open(flores / f"{language}.dev.gz", "rt",
+                           encoding="utf-8").read().splitlines()[:150]
+    for text in texts:
+        mine, ref = ours.encode(text), theirs.encode(text)
+        assert mine.ids == ref.ids, text
+        assert ours.normalizer.normalize_str(text) == theirs.normalizer.normalize_str(text)
+    assert ours.to_dict()["normalizer"] == data["normalizer"]
