@@ -233,7 +233,7 @@ class _Matcher:
             if start > done:
                 out.append((None, done, start))
             out.append((token.id, start, end))
-            done = max(done, end)
+            done = end  # (HF resumes after the token, even one inside the last one's strip)
         if done < n:
             out.append((None, done, n))
         return out

@@ -1,11 +1,12 @@
-"""Components of real tokenizer.json files beyond BERT's, GPT-2's and Llama's: RoBERTa's
-post-processor and the StripAccents normalizer (ALBERT's and XLNet's files), against Hugging
-Face tokenizers on the same file, field by field."""
+"""Components of real tokenizer.json files beyond BERT's, GPT-2's and Llama's (RoBERTa's
+post-processor, the StripAccents normalizer of ALBERT's and XLNet's files) and added tokens
+that overlap, against Hugging Face tokenizers on the same file, field by field."""
 
 from __future__ import annotations
 
 import gzip
 import json
+import random
 
 import pytest
 import tokenizers
@@ -92,3 +93,28 @@ def test_strip_accents(shared_data, tmp_path):
         assert mine.ids == ref.ids, text
         assert ours.normalizer.normalize_str(text) == theirs.normalizer.normalize_str(text)
     assert ours.to_dict()["normalizer"] == data["normalizer"]
+
+
+def test_added_tokens_inside_anothers_stripped_whitespace(shared_data, tmp_path):
+    # A token found inside the whitespace an rstrip token took ("<r> \n x": "\n" at 4, in
+    # <r>'s span 0-6): Hugging Face goes on after the inner token, so " x" is encoded (the
+    # space twice covered); the text after the outer span alone was encoded before.
+    theirs = tokenizers.Tokenizer.from_file(str(shared_data / "tokenizers" / "gpt2" /
+                                                "tokenizer.json"))
+    theirs.add_special_tokens([tokenizers.AddedToken("<r>", rstrip=True),
+                               tokenizers.AddedToken("<l>", lstrip=True),
+                               tokenizers.AddedToken("<b>", lstrip=True, rstrip=True)])
+    theirs.add_tokens([tokenizers.AddedToken("\n", normalized=False),
+                       tokenizers.AddedToken(" ", normalized=False)])
+    path = tmp_path / "added.json"
+    theirs.save(str(path))
+    ours = Tokenizer.from_file(path)
+    mine, ref = ours.encode("<r> \n x"), theirs.encode("<r> \n x")
+    assert (mine.ids, mine.offsets) == (ref.ids, ref.offsets)
+    assert mine.tokens[-1] == "x" and mine.offsets[-2:] == [(5, 6), (6, 7)]  # " " then "x"
+    rnd = random.Random(4)
+    pieces = ["<r>", "<l>", "<b>", "\n", " ", "x", "ab", "  ", "\t"]
+    for _ in range(3000):
+        text = "".join(rnd.choice(pieces) for _ in range(rnd.randrange(1, 12)))
+        mine, ref = ours.encode(text), theirs.encode(text)
+        assert (mine.ids, mine.offsets) == (ref.ids, ref.offsets), text
