@@ -215,6 +215,16 @@ def _check_flags(args: argparse.Namespace) -> None:
                                  "one")
 
 
+def _model_pipelines(args: argparse.Namespace) -> list[dict[str, Any]]:
+    """The pipelines (count_files.pipeline_of) that --model and its flags count with: BPE's
+    byte-level or character-level one unless a flag picks one, the others' own."""
+    levels = [args.byte_level] if args.byte_level or args.char_level or args.model != "bpe" \
+        else [True, False]
+    return [count_files.pipeline_of(_pipeline(argparse.Namespace(**{**vars(args),
+                                                                    "byte_level": level})))
+            for level in levels]
+
+
 def _check_byte_alphabet(args: argparse.Namespace, byte_level: bool) -> None:
     """A byte-level BPE keeps its 256 byte symbols in its alphabet; --limit-alphabet counts
     them (as Hugging Face's limit_alphabet counts the initial alphabet), so a limit below 256
@@ -351,6 +361,13 @@ def _train_command(args: argparse.Namespace) -> int:
                 count_files.pipeline_of(_pipeline(args)) != pipeline:
             raise InputError(f"{args.from_counts[0]}: counted with another pre-tokenizer than "
                              f"{'--byte-level' if args.byte_level else '--char-level'} asks for")
+        if pipeline not in _model_pipelines(args):
+            # (a unigram trained on whitespace words decoded without its spaces, a BPE on
+            # ▁-marked pieces kept the marks, a --no-lowercase WordPiece lowercased)
+            raise InputError(f"{args.from_counts[0]}: counted with another normalizer or "
+                             f"pre-tokenizer than --model {args.model}"
+                             f"{'' if args.lowercase else ' --no-lowercase'} trains with; count "
+                             "with the same --model and flags")
         if isinstance(tok.pre_tokenizer, pre_tokenizers.ByteLevel):
             tok.decoder = decoders.ByteLevel()
     else:

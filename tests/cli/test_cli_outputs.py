@@ -216,3 +216,37 @@ def test_a_bad_scheduler_address_is_one_line_and_leaves_no_folder(small, tok_jso
                     "--scheduler", "tcp://127.0.0.1:1", "--timeout", "1")
     one_line_error(code, err, "cannot reach the Dask scheduler at tcp://127.0.0.1:1")
     assert not out.exists()
+
+
+COUNT_FLAGS = {"char": [], "byte": ["--byte-level"], "unigram": ["--model", "unigram"],
+               "wordpiece": ["--model", "wordpiece"],
+               "cased": ["--model", "wordpiece", "--no-lowercase"]}
+
+
+def test_a_count_file_trains_only_the_model_it_was_counted_for(small, tmp_path, capsys):
+    # A unigram trained on whitespace words decoded without its spaces, a BPE on ▁-marked
+    # pieces kept the marks in its text, a --no-lowercase WordPiece lowercased: each pair of
+    # count file and --model that do not go together is refused, the others train (a BPE's
+    # count file of either level trains a BPE without --byte-level or --char-level).
+    files = {}
+    for name, flags in COUNT_FLAGS.items():
+        files[name] = tmp_path / f"{name}.tmc"
+        assert main(["count", str(small), *flags, "-o", str(files[name])]) == 0
+    capsys.readouterr()
+    out = tmp_path / "t.json"
+    for counted, path in files.items():
+        for name, flags in COUNT_FLAGS.items():
+            code, err = run(capsys, "train", "--from-counts", path, *flags, "--vocab-size",
+                            "300", "--quiet", "-o", out)
+            fits = counted == name or (counted == "byte" and name == "char")
+            if fits:
+                assert code == 0, (counted, name, err)
+                tok = Tokenizer.from_file(out)
+                text = "Alice was beginning"
+                decoded = tok.decode(tok.encode(text).ids)
+                if name == "char":  # (no decoder: words of pieces, joined by spaces)
+                    assert decoded.replace(" ", "") == text.replace(" ", ""), counted
+                else:
+                    assert decoded == (text.lower() if name == "wordpiece" else text), counted
+            else:
+                one_line_error(code, err, "counted with another ")
