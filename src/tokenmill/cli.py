@@ -8,7 +8,9 @@ from __future__ import annotations
 
 import argparse
 import json
+import signal
 import sys
+import threading
 import time
 from collections.abc import Sequence
 from typing import Any
@@ -232,8 +234,17 @@ def main(argv: Sequence[str] | None = None) -> int:
     commands = {"encode": _encode, "decode": _decode, "inspect": _inspect,
                 "encode-corpus": _encode_corpus,
                 **cli_train.COMMANDS, **cli_eval.COMMANDS}
+    # SIGTERM (a job scheduler's stop, `timeout`) unwinds as Ctrl-C does, so that the
+    # temporary files of an output being written are removed on the way out.
+    installed = threading.current_thread() is threading.main_thread()
+    previous = signal.getsignal(signal.SIGTERM)
+    if installed:
+        signal.signal(signal.SIGTERM, _terminated)
     try:
         return commands[args.command](args)
+    except _Terminated:
+        print("tokenmill: terminated", file=sys.stderr)
+        return 128 + signal.SIGTERM
     except TokenmillError as e:
         print(f"tokenmill: error: {e}", file=sys.stderr)
         return 2
@@ -244,3 +255,15 @@ def main(argv: Sequence[str] | None = None) -> int:
     except KeyboardInterrupt:
         print("tokenmill: interrupted", file=sys.stderr)
         return 130
+    finally:
+        if installed:  # (None: a handler not set from Python; the default stands in for it)
+            signal.signal(signal.SIGTERM, signal.SIG_DFL if previous is None else previous)
+
+
+class _Terminated(BaseException):
+    """SIGTERM, raised where the command is (a BaseException, as KeyboardInterrupt is: cleanup
+    that catches Exception lets it through)."""
+
+
+def _terminated(signum: int, frame: Any) -> None:
+    raise _Terminated()

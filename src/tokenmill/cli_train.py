@@ -17,6 +17,7 @@ import time
 from collections import Counter
 from collections.abc import Callable, Iterator
 from importlib import resources
+from pathlib import Path
 from typing import Any
 
 from tokenmill import bert, decoders, pre_tokenizers
@@ -329,7 +330,16 @@ def _report(args: argparse.Namespace, text: str) -> None:
         print(text, file=sys.stderr)
 
 
+def _writable(output: str) -> None:
+    """The output can be written where it is named (its folder exists; it is no folder or
+    device): said before the inputs are counted, not after."""
+    from tokenmill._io import write_target
+
+    write_target(Path(output))
+
+
 def _count_command(args: argparse.Namespace) -> int:
+    _writable(args.output)
     if not args.files:
         raise InputError("count needs inputs: files, directories, globs or '-' for stdin")
     phases = _Phases()
@@ -349,6 +359,7 @@ def _count_command(args: argparse.Namespace) -> int:
 
 def _train_command(args: argparse.Namespace) -> int:
     _check_flags(args)
+    _writable(args.output)
     phases = _Phases()
     stats = ReadStats()
     if args.from_counts:
