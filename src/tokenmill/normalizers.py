@@ -424,14 +424,65 @@ def _composition_seconds() -> frozenset[str]:
 # ---- patterns, shared with pre_tokenizers ---------------------------------------------------
 
 def compile_pattern(pattern: str, is_regex: bool) -> CompiledPattern:
-    """``pattern`` compiled with the ``regex`` module; a literal string is escaped first."""
+    """``pattern`` compiled with the ``regex`` module; a literal string is escaped first, and a
+    regular expression has its ``\\w`` and ``\\W`` read as Oniguruma reads them."""
     try:
-        return regex.compile(pattern if is_regex else regex.escape(pattern))
+        return regex.compile(oniguruma_words(pattern) if is_regex else regex.escape(pattern))
     except regex.error as error:
         raise InputError(
             f"invalid regular expression {pattern!r}: {error}; "
             'to match it as a literal string, pass regex=False (in a file, {"String": ...})'
         ) from None
+
+
+# Oniguruma's word characters, what Hugging Face's patterns mean by \w (read off tokenizers'
+# Split over every code point: equal on every character Python's unicodedata assigns):
+# Alphabetic, Mark, Decimal_Number and Connector_Punctuation, and outside brackets Latin-1's
+# ² ³ ¹ ¼ ½ ¾ too. Python's `regex` takes the joiners ZWNJ and ZWJ as well, which Oniguruma
+# does not, and never those six.
+_WORD_CLASS = r"\p{Alphabetic}\p{M}\p{Nd}\p{Pc}"
+_WORD_LATIN1 = r"\xb2\xb3\xb9\xbc-\xbe"
+
+
+def oniguruma_words(pattern: str) -> str:
+    """``pattern`` with ``\\w`` and ``\\W`` spelled as Oniguruma's classes, in and out of
+    brackets (``\\W`` inside brackets, which a class of Python's cannot spell, is left as it
+    is). Its other escapes mean the same in both (``\\s`` is White_Space in both, ``\\d``
+    Decimal_Number)."""
+    if "\\w" not in pattern and "\\W" not in pattern:
+        return pattern
+    out: list[str] = []
+    depth = 0  # inside how many brackets
+    i, n = 0, len(pattern)
+    while i < n:
+        c = pattern[i]
+        if c == "\\" and i + 1 < n:
+            e = pattern[i + 1]
+            if e == "w":
+                out.append(_WORD_CLASS if depth else f"[{_WORD_CLASS}{_WORD_LATIN1}]")
+            elif e == "W" and not depth:
+                out.append(f"[^{_WORD_CLASS}{_WORD_LATIN1}]")
+            else:
+                out.append(pattern[i:i + 2])
+            i += 2
+            continue
+        if c == "[":
+            depth += 1
+            out.append(c)
+            i += 1
+            # ("[]..." and "[^]...": a first "]" is a literal)
+            if i < n and pattern[i] == "^":
+                out.append("^")
+                i += 1
+            if i < n and pattern[i] == "]":
+                out.append("\\]")
+                i += 1
+            continue
+        if c == "]" and depth:
+            depth -= 1
+        out.append(c)
+        i += 1
+    return "".join(out)
 
 
 def find_matches(pattern: CompiledPattern, text: str) -> Iterator[tuple[int, int]]:

@@ -118,3 +118,23 @@ def test_added_tokens_inside_anothers_stripped_whitespace(shared_data, tmp_path)
         text = "".join(rnd.choice(pieces) for _ in range(rnd.randrange(1, 12)))
         mine, ref = ours.encode(text), theirs.encode(text)
         assert (mine.ids, mine.offsets) == (ref.ids, ref.offsets), text
+
+
+def test_word_characters_in_patterns_are_oniguruma_s():
+    # Hugging Face runs a Split's or Replace's regular expression with Oniguruma, whose \w
+    # takes ² ½ (and four more) and leaves out ZWNJ/ZWJ, unlike Python's regex. Every
+    # character Python's unicodedata assigns, through tokenizers' own Split and ours.
+    import unicodedata
+
+    from tokenmill import pre_tokenizers
+
+    chars = [chr(c) for c in range(0x110000) if not 0xD800 <= c < 0xE000
+             and unicodedata.category(chr(c)) != "Cn" and c != ord("!")]
+    for pattern in (r"\w", r"[\w]", r"\W", r"[^\w!]"):
+        theirs = tokenizers.pre_tokenizers.Split(tokenizers.Regex(pattern), "isolated")
+        ours = pre_tokenizers.Split(pattern, "isolated")
+        for start in range(0, len(chars), 40_000):
+            text = "!".join(chars[start:start + 40_000])
+            assert [p for p, _ in ours.pre_tokenize_str(text)] == \
+                [p for p, _ in theirs.pre_tokenize_str(text)], (pattern, start)
+    assert ours.to_dict()["pattern"] == {"Regex": r"[^\w!]"}  # (the file keeps its spelling)
