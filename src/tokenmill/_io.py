@@ -84,7 +84,11 @@ def read_file(path: Path, expected: str) -> bytes:
         raise InputError(f"{path}: cannot read ({e.strerror})") from None
 
 
-def read_lines(path: str | os.PathLike[str], errors: Errors = "strict") -> Iterator[str]:
+_REPLACE_HINT = "use errors='replace' (--errors replace) to go on with U+FFFD in its place"
+
+
+def read_lines(path: str | os.PathLike[str], errors: Errors = "strict",
+               remedy: str = _REPLACE_HINT) -> Iterator[str]:
     """The lines of a UTF-8 text file, without line ends, streamed.
 
     A byte sequence that is not UTF-8 stops the read with an error that names the file and the
@@ -107,8 +111,7 @@ def read_lines(path: str | os.PathLike[str], errors: Errors = "strict") -> Itera
             except UnicodeDecodeError as e:
                 raise InputError(
                     f"{path}: not UTF-8 at byte offset {offset + e.start} "
-                    f"(byte 0x{raw[e.start]:02x}); use errors='replace' (--errors replace) to "
-                    "go on with U+FFFD in its place") from None
+                    f"(byte 0x{raw[e.start]:02x}); {remedy}") from None
             offset += len(raw)
             yield line.rstrip("\r\n")
 

@@ -129,6 +129,10 @@ BUILTIN: list[tuple[str, str]] = [
 ]
 
 
+# (what a golden file or a strings file that is not UTF-8 needs: neither is read with --errors)
+_UTF8_ONLY = "golden strings are read as UTF-8 text only: save the file as UTF-8"
+
+
 def read_strings(path: str | os.PathLike[str],
                  prefix: str = "user") -> list[tuple[str, str]]:
     """The user's strings for ``--strings FILE``: a ``.json`` list of strings, a ``.jsonl`` file
@@ -148,7 +152,7 @@ def read_strings(path: str | os.PathLike[str],
             raise FormatError(f"{p}: expected a JSON list of strings")
         return [(f"{prefix}/{i + 1}", s) for i, s in enumerate(items)]
     out = []
-    for number, line in enumerate(read_lines(p), 1):
+    for number, line in enumerate(read_lines(p, remedy=_UTF8_ONLY), 1):
         if not name.endswith(".jsonl"):
             out.append((f"{prefix}/{number}", line))
             continue
@@ -207,7 +211,7 @@ def read_golden(path: str | os.PathLike[str]) -> tuple[dict[str, Any], list[dict
     """(header, records) of a golden file, with errors naming the line."""
     p = Path(path)
     items: list[dict[str, Any]] = []
-    for number, line in enumerate(read_lines(p), 1):
+    for number, line in enumerate(read_lines(p, remedy=_UTF8_ONLY), 1):
         if not line.strip():
             continue
         try:
@@ -431,6 +435,10 @@ def check_config(tok: Tokenizer, config_path: str | os.PathLike[str], *,
         outside = [i for i in ids if not 0 <= i < size]
         if outside:
             status = f"MISMATCH: id {outside[0]} is not an id of the tokenizer"
+        elif token is not None and token_id is None:
+            # (named, by the command line or a tokenizer_config.json, but not a token: the
+            # model's id cannot be its id; "unchecked" said to give the very flag given)
+            status = f"MISMATCH: {token!r} (by {where}) is not a token of the tokenizer"
         elif token_id is None and not all(i in specials for i in ids):
             # A model's special id that lands on an ordinary piece of text is a config bug
             # whatever the tokenizer calls its special tokens.

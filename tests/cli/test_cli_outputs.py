@@ -278,3 +278,14 @@ def test_sigterm_removes_the_temporary_files(shared_data, tmp_path):
     err = proc.communicate(timeout=60)[1]
     assert proc.returncode == 143 and err == "tokenmill: terminated\n", err
     assert list(out_dir.iterdir()) == []
+
+
+def test_a_strings_file_not_in_utf8_is_named_without_a_flag_golden_lacks(tok_json, tmp_path,
+                                                                         capsys):
+    latin1 = tmp_path / "latin1.txt"
+    latin1.write_bytes(b"caf\xe9\n")
+    code, err = run(capsys, "golden", "freeze", tok_json, "--strings", latin1, "-o",
+                    tmp_path / "g.jsonl")
+    one_line_error(code, err, f"{latin1}: not UTF-8 at byte offset 3 (byte 0xe9); golden "
+                              "strings are read as UTF-8 text only: save the file as UTF-8")
+    assert not (tmp_path / "g.jsonl").exists()

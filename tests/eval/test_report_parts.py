@@ -133,6 +133,11 @@ def test_check_config_refuses_a_special_id_on_an_ordinary_token(trained, tmp_pat
     path.write_text(json.dumps({"vocab_size": 500, "unk_token_id": 1}), encoding="utf-8")
     ok, lines = check_config(trained, path)
     assert ok and lines[-1] == "ok: no mismatch (1 unchecked)"
+    # A token named (here on the command line) that the tokenizer does not have is a mismatch,
+    # not "unchecked: give --unk-token".
+    ok, lines = check_config(trained, path, tokens={"unk": "zzz"})
+    assert not ok and lines[-2].endswith("MISMATCH: 'zzz' (by given) is not a token of the "
+                                         "tokenizer")
 
 
 def test_golden_messages_name_what_they_mean(trained_file, tmp_path, capsys):
