@@ -139,6 +139,11 @@ class Trainer {
   uint32_t pair_index(uint64_t key);
   void add_occurrence(uint32_t pair, uint32_t word, uint64_t count, uint32_t pos);
   void count_pairs();
+  // Whether the occurrences of a pair are counted. With max_token_length, as Hugging Face's
+  // trainer counts them: a pair of two of the words' own symbols always (so the first merges of
+  // two characters are never held back), a pair a merge makes only if the characters its two
+  // tokens cover (a prefix or suffix not counted) are fewer than the limit.
+  bool countable(uint64_t key) const;
   bool higher(const Entry& a, const Entry& b) const;
   void push(uint32_t pair);
   bool pop(Entry& top);
@@ -166,6 +171,7 @@ class Trainer {
 
   std::vector<std::string> vocab_;
   std::vector<uint32_t> chars_;  // characters of the input each token covers
+  uint32_t first_merged_ = 0;    // the first id a merge gives (build_words' tokens are below)
   std::unordered_map<std::string, uint32_t> ids_;
   std::vector<Word> words_;
   std::vector<uint32_t> syms_;
@@ -260,23 +266,35 @@ void Trainer::build_words(const std::vector<std::string_view>& words,
   };
   std::unordered_map<uint64_t, uint32_t> variant_id;  // packed << 2 | kind -> token id
   std::vector<uint64_t> chars;
+  // Each kept character's place among all of the word's characters, and how many it has: a
+  // prefix or suffix goes by the place in the word, as Hugging Face's trainer puts it (a
+  // character dropped at the word's start or end leaves the kept ones as they were; by their
+  // places among the kept ones, the vocabulary differed, and its encoder lost characters).
+  std::vector<std::size_t> places;
+  std::size_t word_chars = 0;
   // A word's characters that are in the alphabet, packed (the others are dropped).
   auto alphabet_chars = [&](std::string_view word) {
     chars.clear();
-    for (std::size_t i = 0; i < word.size();) {
+    places.clear();
+    std::size_t place = 0;
+    for (std::size_t i = 0; i < word.size(); ++place) {
       const std::size_t len = utf8_char_len(word, i);
       const uint64_t p = pack(word, i, len);
       uint64_t id = 0;
-      if (id_of.find(p, id)) chars.push_back(p);
+      if (id_of.find(p, id)) {
+        chars.push_back(p);
+        places.push_back(place);
+      }
       i += len;
     }
+    word_chars = place;
   };
   if (!prefix.empty() || !suffix.empty()) {
     std::vector<std::pair<std::string, uint64_t>> variants;
     for (const std::string_view word : words) {
       alphabet_chars(word);
       for (std::size_t j = 0; j < chars.size(); ++j) {
-        const uint64_t kind = kind_of(j, chars.size());
+        const uint64_t kind = kind_of(places[j], word_chars);
         const uint64_t key = chars[j] << 2 | kind;
         if (kind != 0 && variant_id.emplace(key, 0).second) {
           variants.push_back({(kind & 1 ? prefix : "") + unpack(chars[j]) +
@@ -298,7 +316,7 @@ void Trainer::build_words(const std::vector<std::string_view>& words,
     }
     const auto start = static_cast<uint32_t>(syms_.size());
     for (std::size_t j = 0; j < chars.size(); ++j) {
-      const uint64_t kind = kind_of(j, chars.size());
+      const uint64_t kind = kind_of(places[j], word_chars);
       syms_.push_back(kind == 0 ? id_of_char(chars[j])
                                 : variant_id.at(chars[j] << 2 | kind));
     }
@@ -309,6 +327,15 @@ void Trainer::build_words(const std::vector<std::string_view>& words,
   bound.check("count x (symbols - 1)");
   if (words_.size() >= std::numeric_limits<uint32_t>::max()) throw Error("too many distinct words");
   stamp_.assign(words_.size(), 0);
+  first_merged_ = static_cast<uint32_t>(vocab_.size());
+}
+
+bool Trainer::countable(uint64_t key) const {
+  if (opt_.max_token_length < 0) return true;
+  const uint32_t a = left_of(key);
+  const uint32_t b = right_of(key);
+  if (a < first_merged_ && b < first_merged_) return true;
+  return uint64_t{chars_[a]} + chars_[b] < static_cast<uint64_t>(opt_.max_token_length);
 }
 
 uint32_t Trainer::pair_index(uint64_t key) {
@@ -543,7 +570,7 @@ void Trainer::merge_word(uint32_t w, uint64_t key, uint32_t result, Scratch& sc,
       if (k + 1 >= n || k == last) continue;
       last = k;
       const uint64_t gone = pair_key(sc.old[k], sc.old[k + 1]);
-      if (gone == key) continue;
+      if (gone == key || !countable(gone)) continue;  // (never counted: nothing to take away)
       if (!first_seen()) {
         changes.remove(gone, count);
         continue;
@@ -563,6 +590,7 @@ void Trainer::merge_word(uint32_t w, uint64_t key, uint32_t result, Scratch& sc,
       if (j == 0 && k == j - 1) continue;
       if (k + 1 >= out || k == last) continue;
       last = k;
+      if (!countable(pair_key(s[k], s[k + 1]))) continue;
       if (!first_seen()) {
         changes.add(pair_key(s[k], s[k + 1]), w, count);
         continue;
@@ -657,10 +685,6 @@ BPETrainResult Trainer::run(const std::vector<std::string_view>& words,
       token.append(right, prefix.size(), std::string::npos);
     } else {
       token += right;
-    }
-    if (opt_.max_token_length >= 0 &&
-        utf8_count(token) > static_cast<std::size_t>(opt_.max_token_length)) {
-      continue;  // never merged; the entry is gone until the pair's count changes
     }
     const uint32_t result = add_token(token, chars_[a] + chars_[b]);
     merges_.push_back({a, b, result, top.count});

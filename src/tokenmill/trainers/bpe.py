@@ -74,7 +74,9 @@ class BPETrainer:
     continuing_subword_prefix: str | None = field(default=None, metadata={
         "help": "prefix of symbols that do not start a word (e.g. ##)"})
     max_token_length: int | None = field(default=None, metadata={
-        "help": "never make a token longer than this many characters"})
+        "help": "merge two tokens only if they cover fewer characters than this together "
+                "(a prefix or suffix not counted; two single characters always may), as "
+                "Hugging Face's trainer does"})
     tie_break: Literal["lexicographic", "first_seen"] = field(default="lexicographic", metadata={
         "help": "among equally frequent pairs, take the smallest pair or the first seen"})
     show_progress: bool = field(default=False, metadata={"help": "show a progress bar"})
