@@ -17,6 +17,8 @@ namespace {
 
 constexpr uint32_t kBoundary = 0x110000;  // above every code point: ends each word
 constexpr uint32_t kWordStart = 0x2581;   // "▁": a piece may only start with it
+// The script class of combining marks (trainers/unigram.py, MARK_CLASS): they join any script.
+constexpr int64_t kMarkClass = 2;
 
 uint32_t decode_at(std::string_view s, std::size_t i, std::size_t len) {
   const auto b0 = static_cast<unsigned char>(s[i]);
@@ -183,8 +185,18 @@ void seed_pieces(const std::vector<std::string>& words, const std::vector<uint64
     if (len < 2 || len > max_chars) return;
     const uint32_t at = sa[lb];
     const uint32_t first = text[at] == kWordStart ? 1 : 0;
+    // One script a piece (after its word-start mark); a combining mark joins any (the script of
+    // the piece is its first letter's).
+    int64_t piece_script = kMarkClass;
     for (uint32_t k = first; k < len; ++k) {
-      if (text[at + k] == kWordStart || script(text[at + k]) != script(text[at + first])) return;
+      if (text[at + k] == kWordStart) return;
+      const int64_t s = script(text[at + k]);
+      if (s == kMarkClass) continue;
+      if (piece_script == kMarkClass) {
+        piece_script = s;
+      } else if (s != piece_script) {
+        return;
+      }
     }
     const double f = mass[rb + 1] - mass[lb];
     found.push_back({f * len, at, len});

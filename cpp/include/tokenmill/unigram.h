@@ -102,7 +102,8 @@ class UnigramModel {
 // -- training helpers (unigram_trainer.cc) ------------------------------------------------
 
 // Seed pieces: every character, then the substrings of the words (up to max_chars characters,
-// no word boundary inside, "▁" only first, all other characters of one script class) that the
+// no word boundary inside, "▁" only first, all other characters of one script class, combining
+// marks (class 2) joining any) that the
 // words' suffix array shows to repeat, ranked by count * length; at most seed_size of them.
 // scripts: code point -> script class (a character missing from it is a class of its own).
 // Returns the pieces and their initial weights: a character's count, a substring's

@@ -27,21 +27,28 @@ from tokenmill.models.unigram import UNKNOWN, Unigram
 from tokenmill.trainers.bpe import check_options, words_and_counts
 
 # Script classes of seed pieces: a piece keeps to one (after its "▁"), as sentencepiece's
-# split_by_unicode_script and split_by_number do; the kana count as Han, as there.
-_HAN = ("CJK", "HIRAGANA", "KATAKANA", "IDEOGRAPHIC")
+# split_by_unicode_script and split_by_number do; the kana and the prolonged sound mark "ー"
+# count as Han, as there, and a combining mark goes with the letters it follows (the seed's
+# scan, unigram_trainer.cc, lets MARK_CLASS join any script).
+_HAN = ("CJK", "HIRAGANA", "KATAKANA", "IDEOGRAPHIC", "KATAKANA-HIRAGANA")
+MARK_CLASS = 2
 _SCRIPTS: dict[str, int] = {}
 
 
 def _script_class(c: str) -> int:
-    """Letters and marks: their script, from the first word of the character's name; digits
-    and numbers: one class; everything else (punctuation, symbols, spaces): one class."""
+    """Letters: their script, from the first word of the character's name (the second, after
+    HALFWIDTH or FULLWIDTH); combining marks: MARK_CLASS; digits and numbers: one class;
+    everything else (punctuation, symbols, spaces): one class."""
     category = unicodedata.category(c)
     if category[0] == "N":
         return 1
-    if category[0] not in "LM":
+    if category[0] == "M":
+        return MARK_CLASS
+    if category[0] != "L":
         return 0
-    word = unicodedata.name(c, "UNKNOWN").split(" ")[0]
-    return _SCRIPTS.setdefault("CJK" if word in _HAN else word, len(_SCRIPTS) + 2)
+    words = unicodedata.name(c, "UNKNOWN").split(" ")
+    word = words[1] if words[0] in ("HALFWIDTH", "FULLWIDTH") and len(words) > 1 else words[0]
+    return _SCRIPTS.setdefault("CJK" if word in _HAN else word, len(_SCRIPTS) + MARK_CLASS + 1)
 
 
 # sentencepiece's constants: pieces expected fewer times are dropped in the M-step; pruning
