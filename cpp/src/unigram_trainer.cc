@@ -90,6 +90,33 @@ void parallel(std::size_t n, std::size_t threads, Body body) {
   for (auto& th : pool) th.join();
 }
 
+// Runs body(begin, end, part) over kParts fixed parts of [0, n) (part: which one), on up to
+// `threads` threads. The parts depend on n alone, so sums kept a part each and added in part
+// order come out the same whatever the thread count (kept a thread each, they differed in their
+// last bits between one thread and two, and the trained file with them).
+constexpr std::size_t kParts = 8;
+template <typename Body>
+void parallel_parts(std::size_t n, std::size_t threads, Body body) {
+  const std::size_t size = (n + kParts - 1) / kParts;
+  auto run = [&](std::size_t part) {
+    const std::size_t lo = std::min(n, part * size);
+    const std::size_t hi = std::min(n, lo + size);
+    if (lo < hi) body(lo, hi, part);
+  };
+  threads = std::max<std::size_t>(1, std::min({threads, kParts, n / 64 + 1}));
+  if (threads == 1) {
+    for (std::size_t part = 0; part < kParts; ++part) run(part);
+    return;
+  }
+  std::vector<std::thread> pool;
+  for (std::size_t t = 0; t < threads; ++t) {
+    pool.emplace_back([&run, t, threads] {
+      for (std::size_t part = t; part < kParts; part += threads) run(part);
+    });
+  }
+  for (auto& th : pool) th.join();
+}
+
 std::string encode_utf8(const std::vector<uint32_t>& text, std::size_t at, std::size_t len) {
   std::string out;
   for (std::size_t k = at; k < at + len; ++k) {
@@ -229,20 +256,19 @@ void seed_pieces(const std::vector<std::string>& words, const std::vector<uint64
 double e_step(const UnigramModel& model, const std::vector<std::string>& words,
               const std::vector<uint64_t>& counts, std::size_t threads,
               std::vector<double>& expected) {
-  const std::size_t workers = std::max<std::size_t>(1, threads);
-  std::vector<std::vector<double>> partial(workers, std::vector<double>(model.size(), 0.0));
-  std::vector<double> log_z(workers, 0.0);
-  parallel(words.size(), workers, [&](std::size_t lo, std::size_t hi, std::size_t t) {
+  std::vector<std::vector<double>> partial(kParts, std::vector<double>(model.size(), 0.0));
+  std::vector<double> log_z(kParts, 0.0);
+  parallel_parts(words.size(), threads, [&](std::size_t lo, std::size_t hi, std::size_t part) {
     for (std::size_t w = lo; w < hi; ++w) {
       const auto c = static_cast<double>(counts[w]);
-      log_z[t] += c * model.expected_counts(words[w], c, partial[t]);
+      log_z[part] += c * model.expected_counts(words[w], c, partial[part]);
     }
   });
   expected.assign(model.size(), 0.0);
   double total = 0.0;
-  for (std::size_t t = 0; t < workers; ++t) {
-    for (std::size_t i = 0; i < expected.size(); ++i) expected[i] += partial[t][i];
-    total += log_z[t];
+  for (std::size_t part = 0; part < kParts; ++part) {
+    for (std::size_t i = 0; i < expected.size(); ++i) expected[i] += partial[part][i];
+    total += log_z[part];
   }
   return total;
 }
@@ -252,12 +278,12 @@ std::vector<double> prune_losses(const UnigramModel& model, const std::vector<st
   const std::size_t size = model.size();
   const std::size_t workers = std::max<std::size_t>(1, threads);
   // How often each piece is used by the corpus' Viterbi segmentations.
-  std::vector<std::vector<double>> partial(workers, std::vector<double>(size, 0.0));
-  parallel(words.size(), workers, [&](std::size_t lo, std::size_t hi, std::size_t t) {
+  std::vector<std::vector<double>> partial(kParts, std::vector<double>(size, 0.0));
+  parallel_parts(words.size(), threads, [&](std::size_t lo, std::size_t hi, std::size_t part) {
     std::vector<uint32_t> ids;
     for (std::size_t w = lo; w < hi; ++w) {
       model.viterbi_ids(words[w], -1, ids);
-      for (uint32_t id : ids) partial[t][id] += static_cast<double>(counts[w]);
+      for (uint32_t id : ids) partial[part][id] += static_cast<double>(counts[w]);
     }
   });
   std::vector<double> freq(size, 0.0);

@@ -73,3 +73,18 @@ def test_unigram_pieces_keep_marks_with_their_letters(shared_data):
     tok = Tokenizer(Unigram([("<unk>", 0.0)], unk_id=0), pre_tokenizer=pre_tokenizers.Metaspace())
     tok.train_from_iterator(japanese[:600], UnigramTrainer(vocab_size=2000))
     assert any("ー" in p and len(p.strip("▁")) > 1 for p in tok.get_vocab())  # ("ター", ...)
+
+
+def test_unigram_training_is_the_same_on_any_number_of_threads(shared_data, monkeypatch):
+    # The E-step's and the pruning's sums are kept a fixed part of the corpus each and added
+    # in the parts' order; kept a thread each, the scores' last bits (so the file) differed.
+    texts = (shared_data / "text" / "en" / "tinyshakespeare.txt").read_text(
+        encoding="utf-8").splitlines()[:8000]
+    files = []
+    for threads in ("1", "2", "3"):
+        monkeypatch.setenv("TOKENMILL_NUM_THREADS", threads)
+        tok = Tokenizer(Unigram([("<unk>", 0.0)], unk_id=0),
+                        pre_tokenizer=pre_tokenizers.Metaspace())
+        tok.train_from_iterator(texts, UnigramTrainer(vocab_size=1000))
+        files.append(json.dumps(tok.to_dict(), sort_keys=True))
+    assert files[0] == files[1] == files[2]
