@@ -197,24 +197,26 @@ class ByteLevel(ByteLevelFields):
             return a  # nothing to change: the encoding may stay lazy
         parts = [a] if b is None else [a, b]
         if self.trim_offsets:
-            parts = [p.replace(offsets=self._trimmed(p)) for p in parts]
+            parts = [p.replace(offsets=trimmed_offsets(p, self.add_prefix_space)) for p in parts]
         out = Encoding.concat(parts)
         if b is not None:
             out.type_ids = [0] * len(a) + [1] * len(b)
         return out
 
-    def _trimmed(self, e: Encoding) -> list[tuple[int, int]]:
-        out = []
-        for i, (token, (start, end)) in enumerate(zip(e.tokens, e.offsets)):
-            leading = len(token) - len(token.lstrip(_SPACES))
-            trailing = len(token) - len(token.rstrip(_SPACES))
-            if leading and not (self.add_prefix_space and leading == 1 and
-                                (i == 0 or start == 0)):
-                start = min(start + leading, end)
-            if trailing and end >= trailing:
-                end = max(end - trailing, start)
-            out.append((start, end))
-        return out
+
+def trimmed_offsets(e: Encoding, add_prefix_space: bool) -> list[tuple[int, int]]:
+    """``e``'s offsets without the spaces at its tokens' ends (the ByteLevel and RoBERTa
+    post-processors' trim_offsets; see ByteLevel)."""
+    out = []
+    for i, (token, (start, end)) in enumerate(zip(e.tokens, e.offsets)):
+        leading = len(token) - len(token.lstrip(_SPACES))
+        trailing = len(token) - len(token.rstrip(_SPACES))
+        if leading and not (add_prefix_space and leading == 1 and (i == 0 or start == 0)):
+            start = min(start + leading, end)
+        if trailing and end >= trailing:
+            end = max(end - trailing, start)
+        out.append((start, end))
+    return out
 
 
 @register("post_processor", "RobertaProcessing")
@@ -252,10 +254,10 @@ class RobertaProcessing:
                 *, overflow: tuple[bool, bool] = (False, False)) -> Encoding:
         """The layout above; ``overflow`` is taken for the other processors' sake (every type
         id is 0 here, overflowing windows' too)."""
-        trim = ByteLevel(add_prefix_space=self.add_prefix_space)
         inputs = [a] if b is None else [a, b]
         if self.trim_offsets:
-            inputs = [e.replace(offsets=trim._trimmed(e)) for e in inputs]
+            inputs = [e.replace(offsets=trimmed_offsets(e, self.add_prefix_space))
+                      for e in inputs]
         inputs = [e.retyped(0) for e in inputs]
         if not add_special_tokens:
             return Encoding.concat(inputs)

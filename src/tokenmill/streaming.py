@@ -46,15 +46,14 @@ class DecodeStream:
         the tokenizer does not have raises InputError and is not kept: the stream goes on
         with the next."""
         try:
-            known = self._tok.id_to_token(operator.index(id)) is not None
+            i = operator.index(id)
         except TypeError:
-            known = False
-        if not known:
+            i = -1  # (no id: named below)
+        if self._tok.id_to_token(i) is None:
             raise InputError(f"decode_stream: {id!r} is not an id of this tokenizer "
                              f"(vocabulary size {self._tok.get_vocab_size()})")
-        self._ids.append(operator.index(id))
-        before = self._decode(self._ids[self._prefix:self._read])
-        after = self._decode(self._ids[self._prefix:])
+        self._ids.append(i)
+        before, after = self._window_texts()
         if len(after) <= len(before) or after.endswith(_REPLACEMENT):
             return None
         return self._release(after[len(before):])
@@ -63,12 +62,16 @@ class DecodeStream:
         """The text of the ids :meth:`step` has held back (a character still cut, or text
         that ends in U+FFFD), as :meth:`Tokenizer.decode` gives it: what a server sends once
         the model stops. None if nothing is held."""
-        before = self._decode(self._ids[self._prefix:self._read])
-        after = self._decode(self._ids[self._prefix:])
+        before, after = self._window_texts()
         if len(after) <= len(before):
             self._read = len(self._ids)
             return None
         return self._release(after[len(before):])
+
+    def _window_texts(self) -> tuple[str, str]:
+        """The window's text without the ids not yet released, and with them."""
+        return (self._decode(self._ids[self._prefix:self._read]),
+                self._decode(self._ids[self._prefix:]))
 
     def _release(self, new: str) -> str:
         """Marks every id as released, ``new`` being their text."""

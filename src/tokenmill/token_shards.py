@@ -68,7 +68,8 @@ def encode_shards(tok: Tokenizer, inputs: Sequence[str | os.PathLike[str]],
     shard, and its manifest; return the manifest. ``engine="dask"`` encodes the shards on the
     workers of ``client`` (or of the scheduler at ``scheduler``), which must see the inputs and
     ``output_dir`` (shared storage). Shards already written by an earlier run with the same
-    input, tokenizer and separator are kept. ``progress`` gets each shard's info as it is done.
+    input (read the same way), tokenizer and separator are kept. ``progress`` gets each
+    shard's info as it is done.
     """
     if engine not in ("local", "dask"):
         raise InputError(f"engine must be 'local' or 'dask', got {engine!r}")
@@ -86,42 +87,33 @@ def encode_shards(tok: Tokenizer, inputs: Sequence[str | os.PathLike[str]],
     created = not out.exists()
     out.mkdir(exist_ok=True)  # (once the inputs are known to make shards)
     try:
-        return _encode_into(tok, out, shards, options, separator, engine, client, scheduler,
-                            timeout, num_threads, progress)
+        fingerprint = tok.fingerprint()
+        jobs = [ShardJob(s, str(out / f"shard-{i:05d}.bin"), separator, options, num_threads,
+                         fingerprint) for i, s in enumerate(shards)]
+        infos: dict[int, TokenFileInfo] = {}
+        for i, job in enumerate(jobs):
+            kept = _finished(job, fingerprint)
+            if kept is not None:
+                infos[i] = kept
+                if progress is not None:
+                    progress(kept)
+        pending = [i for i in range(len(jobs)) if i not in infos]
+        if engine == "local":
+            for i in pending:
+                infos[i] = _encode(tok, jobs[i])
+                if progress is not None:
+                    progress(infos[i])
+        elif pending:
+            infos.update(_on_dask(tok, fingerprint, {i: jobs[i] for i in pending}, client,
+                                  scheduler, timeout, progress))
+        manifest = _manifest(fingerprint, [(jobs[i], infos[i]) for i in range(len(jobs))],
+                             separator)
+        atomic_write_text(str(out / MANIFEST), json.dumps(manifest, indent=2) + "\n")
+        return manifest
     except BaseException:
         if created and not any(out.iterdir()):  # (nothing written: the folder goes too)
             out.rmdir()
         raise
-
-
-def _encode_into(tok: Tokenizer, out: Path, shards: list[Shard], options: ReadOptions,
-                 separator: int | None, engine: str, client: Any, scheduler: str | None,
-                 timeout: float, num_threads: int | None,
-                 progress: Callable[[TokenFileInfo], Any] | None) -> dict[str, Any]:
-    """encode_shards once its arguments are checked and ``out`` is made."""
-    fingerprint = tok.fingerprint()
-    jobs = [ShardJob(s, str(out / f"shard-{i:05d}.bin"), separator, options, num_threads,
-                     fingerprint) for i, s in enumerate(shards)]
-    infos: dict[int, TokenFileInfo] = {}
-    for i, job in enumerate(jobs):
-        kept = _finished(job, fingerprint)
-        if kept is not None:
-            infos[i] = kept
-            if progress is not None:
-                progress(kept)
-    pending = [i for i in range(len(jobs)) if i not in infos]
-    if engine == "local":
-        for i in pending:
-            infos[i] = _encode(tok, jobs[i])
-            if progress is not None:
-                progress(infos[i])
-    elif pending:
-        infos.update(_on_dask(tok, fingerprint, {i: jobs[i] for i in pending}, client,
-                              scheduler, timeout, progress))
-    manifest = _manifest(fingerprint, [(jobs[i], infos[i]) for i in range(len(jobs))],
-                         separator)
-    atomic_write_text(str(out / MANIFEST), json.dumps(manifest, indent=2) + "\n")
-    return manifest
 
 
 def load_manifest(output_dir: str | os.PathLike[str], *,

@@ -521,13 +521,19 @@ class Tokenizer:
         return InputError(f"ids[{position}]: {i!r} is not an id of this tokenizer "
                           f"(vocabulary size {self.get_vocab_size()})")
 
-    def _id_at(self, position: int, i: object) -> int:
-        """Id ``i`` (at ``position``) as an int: any integer, numpy's too (the arrays of
-        ``encode_batch_np``, a model's output), as the native path takes them."""
+    def _plain_ids(self, ids: Sequence[object]) -> list[int]:
+        """``ids`` as ints, in one pass: any integer, numpy's too (the arrays of
+        ``encode_batch_np``, a model's output), as the native path takes them; InputError
+        naming the first that is none."""
         try:
-            return operator.index(i)  # type: ignore[arg-type]
+            return list(map(operator.index, ids))  # type: ignore[arg-type]
         except TypeError:
-            raise self._not_an_id(position, i) from None
+            for position, i in enumerate(ids):
+                try:
+                    operator.index(i)  # type: ignore[arg-type]
+                except TypeError:
+                    raise self._not_an_id(position, i) from None
+            raise
 
     def decode(self, ids: Sequence[int], *, skip_special_tokens: bool = True) -> str:
         """Text of ``ids``; special tokens are left out unless ``skip_special_tokens=False``."""
@@ -536,8 +542,7 @@ class Tokenizer:
             return cast(str, text)
         tokens: list[str] = []
         special = self._added.special_ids
-        for position, i in enumerate(ids):
-            i = self._id_at(position, i)
+        for position, i in enumerate(self._plain_ids(ids)):
             if skip_special_tokens and i in special:
                 continue
             token = self.id_to_token(i)
@@ -557,8 +562,7 @@ class Tokenizer:
         to_bytes = unicode_to_bytes()
         byte_level = isinstance(self.decoder, ByteLevelDecoder)
         out = bytearray()
-        for position, i in enumerate(ids):
-            i = self._id_at(position, i)
+        for position, i in enumerate(self._plain_ids(ids)):
             if skip_special_tokens and i in self._added.special_ids:
                 continue
             added = self._added.by_id.get(i)
