@@ -88,7 +88,9 @@ def encode_shards(tok: Tokenizer, inputs: Sequence[str | os.PathLike[str]],
     out.mkdir(exist_ok=True)  # (once the inputs are known to make shards)
     try:
         fingerprint = tok.fingerprint()
-        jobs = [ShardJob(s, str(out / f"shard-{i:05d}.bin"), separator, options, num_threads,
+        # Absolute: a Dask worker resolves a relative path from its own working folder.
+        where = out.absolute()
+        jobs = [ShardJob(s, str(where / f"shard-{i:05d}.bin"), separator, options, num_threads,
                          fingerprint) for i, s in enumerate(shards)]
         infos: dict[int, TokenFileInfo] = {}
         for i, job in enumerate(jobs):

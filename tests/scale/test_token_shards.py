@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import gzip
 import json
+import uuid
 from importlib import resources
 
 import pytest
@@ -213,3 +214,18 @@ def test_a_shard_that_fails_on_a_worker_is_named(gpt2, corpus, tmp_path, client)
     with pytest.raises(TokenmillError, match="b.txt.gz"):
         encode_shards(gpt2, files(corpus), tmp_path / "dask", engine="dask", client=client)
     assert not (tmp_path / "dask" / MANIFEST).exists()
+
+
+def test_dask_takes_an_output_folder_relative_to_the_caller(gpt2, corpus, tmp_path, client,
+                                                            monkeypatch):
+    # The workers started in another folder; the shards' paths must not be resolved there.
+    local = encode_shards(gpt2, files(corpus), tmp_path / "local", separator=SEP,
+                          shard_bytes=20000)
+    monkeypatch.chdir(tmp_path)
+    name = f"relative-{uuid.uuid4().hex}"
+    remote = encode_shards(gpt2, files(corpus), name, separator=SEP, shard_bytes=20000,
+                           engine="dask", client=client)
+    assert remote == local
+    for entry in local["shards"]:
+        assert (tmp_path / name / entry["file"]).read_bytes() == \
+            (tmp_path / "local" / entry["file"]).read_bytes()
