@@ -58,3 +58,35 @@ def test_docstring_examples_run():
         result = doctest.testmod(module, optionflags=doctest.ELLIPSIS)
         runner_failures += result.failed
     assert runner_failures == 0
+
+
+def _cli_reference_module():
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("make_cli_reference",
+                                                  ROOT / "docs" / "make_cli_reference.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_the_cli_reference_names_every_option_and_no_other():
+    # docs/cli.md is each command's --help; run `python docs/make_cli_reference.py` after
+    # changing a command. Compared option by option (argparse's layout differs by version).
+    from tokenmill.cli import _parser
+
+    text = (ROOT / "docs" / "cli.md").read_text(encoding="utf-8")
+    sections = dict(re.findall(r"^## `([^`]+)`\n(.*?)(?=^## |\Z)", text, flags=re.S | re.M))
+    found = {}
+    for path, parser in _cli_reference_module().commands(_parser()):
+        title = " ".join(("tokenmill", *path))
+        assert title in sections, f"docs/cli.md has no section for {title}"
+        options = {s for a in parser._actions for s in a.option_strings}
+        listed = re.findall(r"^  (-\S.*?)(?:  |$)", sections[title], flags=re.M)
+        written = {o for line in listed for o in re.findall(r"--?[A-Za-z][\w-]*", line)}
+        assert options <= written, f"{title}: not in docs/cli.md: {sorted(options - written)}"
+        assert written <= options, f"{title}: docs/cli.md names {sorted(written - options)}"
+        found[title] = options
+    assert set(sections) == set(found), sorted(set(sections) - set(found))
+    assert "--vocab-size" in found["tokenmill train"]
