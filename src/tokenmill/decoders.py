@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import functools
 from abc import ABC, abstractmethod
+from contextvars import ContextVar
 from dataclasses import KW_ONLY, dataclass
 from dataclasses import field as dataclass_field
 from typing import Any, ClassVar, Self
@@ -25,6 +26,42 @@ from tokenmill.normalizers import (
     find_matches,
 )
 from tokenmill.pre_tokenizers import ByteLevelFields, MetaspaceFields, unicode_to_bytes
+
+# Set while decode_bytes runs a chain: bytes that are not valid UTF-8 (a byte-level token's, a
+# byte-fallback <0xNN>'s) are kept as surrogate escapes instead of becoming U+FFFD, so the
+# joined text encodes back to the very bytes the ids stand for.
+_RAW_BYTES: ContextVar[bool] = ContextVar("tokenmill_raw_bytes", default=False)
+
+
+def decode_raw(decoder: Decoder, tokens: list[str]) -> bytes:
+    """The bytes ``tokens`` stand for under ``decoder``: its text, but with the bytes of
+    byte tokens as they are, valid UTF-8 or not (tiktoken's ``decode_bytes``, for any chain).
+
+    >>> decode_raw(Sequence([Replace("▁", " "), ByteFallback(), Fuse()]), ["▁a", "<0xC3>"])
+    b' a\\xc3'
+    """
+    mark = _RAW_BYTES.set(True)
+    try:
+        text = decoder.decode(tokens)
+    finally:
+        _RAW_BYTES.reset(mark)
+    return text.encode("utf-8", errors="surrogateescape")
+
+
+def skips_end_byte_runs(decoder: Decoder | None) -> bool:
+    """Whether a special token that decoding leaves out still ends a run of byte tokens, as a
+    control piece does in sentencepiece's decoding (a ``.model``'s per-byte ByteFallback):
+    the caller then passes an empty token in its place."""
+    if isinstance(decoder, ByteFallback):
+        return decoder.per_byte
+    if isinstance(decoder, Sequence):
+        return any(skips_end_byte_runs(d) for d in decoder.decoders)
+    return False
+
+
+def _escaped(data: bytes | bytearray) -> str | None:
+    """``data`` as text with its invalid bytes as surrogate escapes, in decode_raw; else None."""
+    return data.decode("utf-8", errors="surrogateescape") if _RAW_BYTES.get() else None
 
 
 class Decoder(ABC):
@@ -75,7 +112,8 @@ class ByteLevel(ByteLevelFields, Decoder):
                 data += token.translate(table).encode("latin-1")
             except UnicodeEncodeError:
                 data += token.encode("utf-8")
-        return [data.decode("utf-8", errors="replace")]
+        raw = _escaped(data)
+        return [raw if raw is not None else data.decode("utf-8", errors="replace")]
 
 
 
@@ -194,6 +232,8 @@ class ByteFallback(Decoder):
 
     def decode_chain(self, tokens: list[str]) -> list[str]:
         decode_run = _decode_per_byte if self.per_byte else _decode_run
+        if _RAW_BYTES.get():
+            decode_run = _decode_raw_run
         out: list[str] = []
         run = bytearray()
         for token in tokens:
@@ -208,6 +248,10 @@ class ByteFallback(Decoder):
         if run:
             out += decode_run(run)
         return out
+
+
+def _decode_raw_run(run: bytearray) -> list[str]:
+    return [run.decode("utf-8", errors="surrogateescape")]
 
 
 def _decode_run(run: bytearray) -> list[str]:

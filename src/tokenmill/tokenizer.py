@@ -20,13 +20,14 @@ from tokenmill._args import checked_threads, refuse_one_text, thread_count
 from tokenmill._io import atomic_write_text, check_text, check_texts, text_batch
 from tokenmill.added_tokens import AddedToken, AddedVocabulary
 from tokenmill.decoders import ByteLevel as ByteLevelDecoder
+from tokenmill.decoders import decode_raw, skips_end_byte_runs
 from tokenmill.encoding import Encoding, Padding, Truncation
 from tokenmill.errors import InputError
 from tokenmill.models.bpe import BPE
 from tokenmill.models.unigram import Unigram
 from tokenmill.models.wordpiece import WordPiece
 from tokenmill.normalized import NormalizedString
-from tokenmill.pre_tokenizers import native_counting, unicode_to_bytes
+from tokenmill.pre_tokenizers import native_counting
 from tokenmill.truncation import combine, truncate
 
 if TYPE_CHECKING:
@@ -540,40 +541,39 @@ class Tokenizer:
         text = self._native_decode(ids, skip_special_tokens, text=True)
         if text is not None:
             return cast(str, text)
-        tokens: list[str] = []
-        special = self._added.special_ids
-        for position, i in enumerate(self._plain_ids(ids)):
-            if skip_special_tokens and i in special:
-                continue
-            token = self.id_to_token(i)
-            if token is None:
-                raise self._not_an_id(position, i)
-            tokens.append(token)
+        tokens = self._tokens_of(ids, skip_special_tokens)
         if self.decoder is None:
             return " ".join(tokens)
         return self.decoder.decode(tokens)
 
     def decode_bytes(self, ids: Sequence[int], *, skip_special_tokens: bool = False) -> bytes:
-        """The raw bytes ``ids`` stand for: byte-level tokens give their bytes, so a character
-        cut between tokens is kept whole in neither (tiktoken's ``decode_bytes``)."""
+        """The raw bytes ``ids`` stand for: ``decode``'s text, but byte tokens (byte-level
+        ones, byte fallback's ``<0xNN>``) give their bytes as they are, so a character cut
+        between ids is kept whole in neither part (tiktoken's ``decode_bytes``)."""
         data = self._native_decode(ids, skip_special_tokens, text=False)
         if data is not None:
             return cast(bytes, data)
-        to_bytes = unicode_to_bytes()
-        byte_level = isinstance(self.decoder, ByteLevelDecoder)
-        out = bytearray()
+        tokens = self._tokens_of(ids, skip_special_tokens)
+        if self.decoder is None:
+            return " ".join(tokens).encode("utf-8")
+        return decode_raw(self.decoder, tokens)
+
+    def _tokens_of(self, ids: Sequence[int], skip_special_tokens: bool) -> list[str]:
+        """The token strings of ``ids`` for the decoder (special ones left out if asked)."""
+        tokens: list[str] = []
+        special = self._added.special_ids
+        # (After a kept token: a leading one must not take the dummy prefix's strip.)
+        mark_skipped = skip_special_tokens and skips_end_byte_runs(self.decoder)
         for position, i in enumerate(self._plain_ids(ids)):
-            if skip_special_tokens and i in self._added.special_ids:
+            if skip_special_tokens and i in special:
+                if mark_skipped and tokens:
+                    tokens.append("")
                 continue
-            added = self._added.by_id.get(i)
             token = self.id_to_token(i)
             if token is None:
                 raise self._not_an_id(position, i)
-            if added is None and byte_level and all(c in to_bytes for c in token):
-                out += bytes(to_bytes[c] for c in token)
-            else:
-                out += (token if added is not None else self.decode([i])).encode("utf-8")
-        return bytes(out)
+            tokens.append(token)
+        return tokens
 
     def decode_batch(self, batch: Sequence[Sequence[int]], *,
                      skip_special_tokens: bool = True) -> list[str]:

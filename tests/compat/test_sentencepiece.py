@@ -143,19 +143,21 @@ def test_decode_equals_sentencepieces_on_any_ids(pairs, name):
     # Ids as a model may emit them: byte pieces that make no valid UTF-8 (each byte that starts
     # no character is one U+FFFD, the valid characters among them kept), the unknown and
     # control pieces, a byte <0x20> or the unknown piece first (whose space is no dummy
-    # prefix). Hugging Face's ByteFallback gives one U+FFFD for every byte of such a run.
-    # (Not control pieces between byte pieces: sentencepiece's run of bytes ends at one, where
-    # decode here, as in Hugging Face, leaves special tokens out before the decoder.)
+    # prefix), control pieces anywhere (one ends a run of bytes). Hugging Face's ByteFallback
+    # gives one U+FFFD for every byte of such a run.
     tok, ref = pairs[name]
     size = ref.get_piece_size()
     byte_ids = [i for i in range(size) if ref.is_byte(i)] or [ref.unk_id()]
     other_ids = [i for i in range(size) if not ref.is_control(i)]
+    control = [i for i in range(size) if ref.is_control(i)]
     rnd = random.Random(name)
     for _ in range(3000):
-        ids = [rnd.choice(byte_ids) if rnd.random() < 0.6 else rnd.choice(other_ids)
+        ids = [rnd.choice(byte_ids) if (r := rnd.random()) < 0.6 else
+               rnd.choice(control) if r < 0.7 else rnd.choice(other_ids)
                for _ in range(rnd.randrange(1, 12))]
         assert tok.decode(ids) == ref.decode(ids), ids
-    control = [i for i in range(size) if ref.is_control(i)]
+        kept = [i for i in ids if not ref.is_control(i)]
+        assert tok.decode_bytes(kept) == bytes(_raw_pieces(ref, kept)), kept
     assert tok.decode([control[-1], *ids, control[0]]) == ref.decode(ids)
     if name != "albert-spiece-fixture":  # (no byte pieces)
         for pieces in (["<0x55>", "<0x03>", "<0x4D>", "<0xC2>"],
@@ -163,6 +165,36 @@ def test_decode_equals_sentencepieces_on_any_ids(pairs, name):
                        ["<unk>", "▁a"], ["▁▁", "a"], ["<0xED>", "<0xA0>", "<0x80>", "▁x"]):
             ids = [ref.piece_to_id(p) for p in pieces]
             assert tok.decode(ids) == ref.decode(ids), pieces
+
+
+def _raw_pieces(ref, ids):
+    """The bytes of ids as sentencepiece's pieces spell them, each byte piece's byte as it is
+    (not as text): the dummy prefix off the first, "▁" as a space, the unknown as " ⁇ "."""
+    out = bytearray()
+    for k, i in enumerate(ids):
+        piece = ref.id_to_piece(i)
+        if ref.is_byte(i):
+            out.append(int(piece[3:5], 16))
+            continue
+        text = " \u2047 " if ref.is_unknown(i) else piece.replace("\u2581", " ")
+        if k == 0 and piece.startswith("\u2581"):
+            text = text[1:]
+        out += text.encode()
+    return out
+
+
+@pytest.mark.parametrize("name", MODELS)
+def test_decode_bytes_keeps_byte_pieces_and_spaces(pairs, name):
+    # decode_bytes is decode's text with byte pieces' bytes as they are: the spaces of "▁",
+    # characters whole across pieces, and no U+FFFD for a cut one (each id was decoded alone).
+    tok, ref = pairs[name]
+    for text in ["a b \u2460", "  x y  ", "\u00e9\u65e5\u672c z", "\U0001F600 ok"]:
+        ids = ref.encode(text)
+        assert tok.decode_bytes(ids) == ref.decode(ids, out_type=bytes), text
+    if name != "albert-spiece-fixture":
+        ids = [ref.piece_to_id(p) for p in ["\u2581a", "<0xC3>", "<0xA9>", "<0xC3>", "b"]]
+        assert tok.decode_bytes(ids) == b"a\xc3\xa9\xc3b"
+        assert tok.decode(ids) == ref.decode(ids) == "a\u00e9\ufffdb"
 
 
 def test_a_model_file_round_trips_through_tokenizer_json(pairs, lines, tmp_path):
