@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import gc
 import hashlib
 import json
@@ -96,31 +97,37 @@ class Tokenizer:
         return list(self._added.tokens)
 
     def add_special_tokens(self, tokens: Iterable[str]) -> int:
-        """Make each string a special token (matched whole, skipped by decode by default);
-        a string already in the vocabulary keeps its id. Returns how many were new."""
+        """Make each string a special token (matched whole in the original text, skipped by
+        decode by default); a string already in the vocabulary keeps its id, and an added
+        token becomes special. Returns how many were new."""
         return self._add(tokens, special=True)
 
     def add_tokens(self, tokens: Iterable[str]) -> int:
-        """Make each string one token wherever it appears. Returns how many were new."""
+        """Make each string one token wherever it appears in the normalized text (as Hugging
+        Face's ``add_tokens``: "NEW" is found by "new" under a lowercasing normalizer).
+        Returns how many were new."""
         return self._add(tokens, special=False)
 
     def _add(self, tokens: Iterable[str], special: bool) -> int:
         current = list(self._added.tokens)
-        known = {t.content for t in current}
+        known = {t.content: k for k, t in enumerate(current)}
         next_id = self.get_vocab_size()
         added = 0
         for content in tokens:
             if not content:
                 raise InputError("an added token cannot be empty")
             if content in known:
+                k = known[content]
+                if special and not current[k].special:
+                    current[k] = dataclasses.replace(current[k], special=True)
                 continue
             token_id = self.model.token_to_id(content)
             if token_id is None:
                 token_id = next_id
                 next_id += 1
                 added += 1
-            current.append(AddedToken(content, token_id, special=special))
-            known.add(content)
+            current.append(AddedToken(content, token_id, special=special, normalized=not special))
+            known[content] = len(current) - 1
         self._added = AddedVocabulary(current)
         return added
 

@@ -187,3 +187,26 @@ def test_decoder_matches_tokenizers():
         for k in range(len(tokens)):
             chunk = tokens[k:] + tokens[:k]
             assert WordPieceDecoder(cleanup=cleanup).decode(chunk) == theirs.decode(chunk)
+
+
+def test_runtime_added_tokens_as_in_tokenizers(shared_data):
+    # add_tokens matches in the normalized text (tokenizers' default for a plain token), so
+    # "NEW_TOK" is the new token under the uncased normalizer; add_special_tokens of a token
+    # already added makes it special (left out by decode).
+    ours = Tokenizer.from_file(shared_data / MINILM)
+    theirs = tokenizers.Tokenizer.from_file(str(shared_data / MINILM))
+    ours.truncation = ours.padding = None
+    theirs.no_truncation()
+    theirs.no_padding()
+    for tok in (ours, theirs):
+        tok.add_tokens(["new_tok", "hello"])
+    for text in ["NEW_TOK", "a New_Tok b", "HELLOworld", "hello"]:
+        assert ours.encode(text).ids == theirs.encode(text).ids, text
+    assert ours.encode("NEW_TOK").ids == [101, 30522, 102]
+    for tok in (ours, theirs):
+        tok.add_special_tokens(["new_tok"])
+    ids = ours.encode("a new_tok").ids
+    assert ours.decode(ids) == theirs.decode(ids) == "a"
+    saved = ours.to_dict()["added_tokens"]
+    assert [(t["content"], t["normalized"], t["special"]) for t in saved][-2:] == \
+        [("new_tok", True, True), ("hello", True, False)]
