@@ -5,6 +5,12 @@ GPT-family patterns, so the character classes are read from `regex` itself: ever
 matched against each class the patterns use. Output: a two-stage lookup table (a block index per
 256 code points, then one flags byte per code point in each distinct block).
 
+The classes stop at the Unicode of the reference libraries: tiktoken's regex engine and
+tokenizers' Oniguruma know Unicode 16.0, where the pinned `regex` knows 17.0, and a code point
+assigned only in 17.0 (17,480 of them: Tangut, CJK extension J, ...) is of no class to them. So
+a code point that Unicode 16.0 leaves unassigned (per the pinned `unicodedata2`) gets no class
+here either, and GPT-2's, cl100k_base's and o200k_base's pieces are theirs on every code point.
+
 Usage: python gen_unicode_tables.py OUTPUT.inc
 """
 
@@ -13,6 +19,10 @@ from __future__ import annotations
 import sys
 
 import regex
+import unicodedata2
+
+# The Unicode of the reference libraries (see above).
+REFERENCE_UNICODE = "16.0.0"
 
 # Bit per class; the scanners test these (cpp/include/tokenmill/unicode.h names them).
 CLASSES = [
@@ -36,11 +46,35 @@ def flags_table() -> bytearray:
         for m in regex.finditer(pattern + "+", text):
             for i in range(m.start(), m.end()):
                 flags[points[i]] |= 1 << bit
+    if unicodedata2.unidata_version != REFERENCE_UNICODE:
+        raise SystemExit(f"unicodedata2 has Unicode {unicodedata2.unidata_version}, "
+                         f"expected {REFERENCE_UNICODE} (pyproject.toml pins it)")
+    for cp in points:
+        if unicodedata2.category(chr(cp)) == "Cn":
+            flags[cp] = 0
     return flags
+
+
+def newer_ranges() -> list[tuple[int, int]]:
+    """(first, last) of each run of code points that the pinned `regex` gives a class and
+    Unicode 16.0 leaves unassigned: the Python side reads them through the core and hides them
+    from `regex` (tokenmill.normalizers.find_matches), so both sides class them alike."""
+    points = [c for c in range(N_CODEPOINTS) if not 0xD800 <= c <= 0xDFFF]
+    classed = regex.compile("|".join(pattern for _, pattern in CLASSES))
+    ranges: list[tuple[int, int]] = []
+    for cp in points:
+        if unicodedata2.category(chr(cp)) == "Cn" and classed.match(chr(cp)):
+            if ranges and ranges[-1][1] == cp - 1:
+                ranges[-1] = (ranges[-1][0], cp)
+            else:
+                ranges.append((cp, cp))
+    return ranges
 
 
 def main(out_path: str) -> None:
     flags = flags_table()
+    newer = newer_ranges()
+    runs = ", ".join(f"{a}, {b}" for a, b in newer) or "0, 0"
     blocks: dict[bytes, int] = {}
     stage1: list[int] = []
     for start in range(0, N_CODEPOINTS, BLOCK):
@@ -63,7 +97,10 @@ def main(out_path: str) -> None:
         f"const uint8_t kUnicodeStage2[{len(stage2)}] = {{",
         rows(stage2, 32),
         "};",
-        f'static const char kUnicodeSource[] = "regex {regex.__version__}";',
+        f'static const char kUnicodeSource[] = "regex {regex.__version__}, Unicode '
+        f'{REFERENCE_UNICODE}";',
+        f"const uint32_t kNewerRanges[] = {{{runs}}};",
+        f"const std::size_t kNewerRangeCount = {len(newer)};",
         "",
     ]
     with open(out_path, "w", encoding="ascii") as f:

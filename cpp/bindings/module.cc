@@ -964,6 +964,15 @@ nb::list bert_encode_batch(const tokenmill::WordPieceModel& model,
 NB_MODULE(_core, m) {
   m.doc() = "tokenmill's native core (private: use the tokenmill package)";
   m.attr("UNICODE_TABLES_FROM") = tokenmill::uc::table_source();
+  {
+    std::size_t count = 0;
+    const uint32_t* runs = tokenmill::uc::newer_ranges(count);
+    nb::list ranges;
+    for (std::size_t i = 0; i < count; ++i) {
+      ranges.append(nb::make_tuple(runs[2 * i], runs[2 * i + 1]));
+    }
+    m.attr("UNICODE_NEWER_RANGES") = nb::tuple(ranges);
+  }
 
   nb::register_exception_translator([](const std::exception_ptr& p, void*) {
     try {

@@ -8,5 +8,10 @@ namespace uc {
 
 const char* table_source() { return kUnicodeSource; }
 
+const uint32_t* newer_ranges(std::size_t& count) {
+  count = kNewerRangeCount;
+  return kNewerRanges;
+}
+
 }  // namespace uc
 }  // namespace tokenmill

@@ -18,6 +18,7 @@ from typing import Any, ClassVar, Literal, Self, TypeAlias
 
 import regex
 
+from tokenmill import _core
 from tokenmill._registry import build, field, register
 from tokenmill.errors import FormatError, InputError
 from tokenmill.normalized import NormalizedString
@@ -485,13 +486,40 @@ def oniguruma_words(pattern: str) -> str:
     return "".join(out)
 
 
+@functools.cache
+def _newer_unicode() -> CompiledPattern | None:
+    """The code points the core's tables leave without a class, assigned after Unicode 16.0
+    (the Unicode of tiktoken's and tokenizers' engines), that the pinned ``regex`` classes."""
+    ranges = _core.UNICODE_NEWER_RANGES
+    if not ranges:
+        return None
+    return regex.compile("[" + "".join(f"\\U{a:08x}-\\U{b:08x}" for a, b in ranges) + "]")
+
+
+def as_references_see(pattern: CompiledPattern, text: str) -> str:
+    """``text`` with each code point newer than Unicode 16.0 that ``regex`` gives a class
+    replaced by U+0378 (which no Unicode assigns), so that ``pattern`` classes it as the
+    references and the core's scanners do; the same length, so spans carry over. Text the
+    pattern names such a code point in is left as it is.
+
+    >>> as_references_see(regex.compile(r"\\w+"), "a\u0558b") == "a\u0378b"
+    True
+    """
+    newer = _newer_unicode()
+    if newer is None or newer.search(text) is None or newer.search(pattern.pattern):
+        return text
+    return newer.sub("\u0378", text)
+
+
 def find_matches(pattern: CompiledPattern, text: str) -> Iterator[tuple[int, int]]:
     """Spans of the successive matches of ``pattern``, as Hugging Face's Oniguruma finds them.
 
     Subtle: Python (since 3.7) also reports an empty match right where the previous match ended
     ("x*" on "xxa": (0, 2), (2, 2), ...). Oniguruma skips it and resumes one character later,
-    which changes how delimiters merge in ``Split``; we do the same.
+    which changes how delimiters merge in ``Split``; we do the same. Code points assigned after
+    Unicode 16.0 are of no class, as to Oniguruma (``as_references_see``).
     """
+    text = as_references_see(pattern, text)
     pos, last_end, n = 0, -1, len(text)
     while pos <= n:
         match = pattern.search(text, pos)

@@ -25,6 +25,7 @@ from tokenmill.errors import FormatError, InputError
 from tokenmill.normalized import NormalizedString
 from tokenmill.normalizers import (
     CompiledPattern,
+    as_references_see,
     build_item,
     compile_pattern,
     find_matches,
@@ -233,7 +234,10 @@ class Whitespace(PreTokenizer):
         return split_on(s, _WORDS, "removed", invert=True)
 
     def split_text(self, text: str) -> list[str]:
-        return _WORDS.findall(text)
+        seen = as_references_see(_WORDS, text)
+        if seen is text:
+            return _WORDS.findall(text)
+        return [text[m.start():m.end()] for m in _WORDS.finditer(seen)]
 
 
 @register("pre_tokenizer", "WhitespaceSplit")

@@ -189,3 +189,21 @@ def test_old_format_model_keeps_its_fields(shared_data):
 def test_unsupported_models_are_named(model, message):
     with pytest.raises(FormatError, match=message.replace("(", r"\(")):
         Tokenizer.from_dict({"model": model})
+
+
+def test_code_points_newer_than_pythons_unicode(pairs):
+    # Letters, digits and marks that Unicode assigned after Python 3.11's 14.0: those of 15.0
+    # to 16.0 are of their class to tokenizers' engine, those of 17.0 (U+0558, Tangut, CJK
+    # extension J) of none, and GPT-2's pieces are cut the same here.
+    import unicodedata
+
+    import regex
+
+    ours, theirs = pairs["gpt2"]
+    classed = regex.compile(r"[\p{L}\p{N}\p{M}]")
+    points = [chr(c) for c in range(0x80, 0x110000) if not 0xD800 <= c < 0xE000
+              and unicodedata.category(chr(c)) == "Cn" and classed.match(chr(c))]
+    assert len(points) > 20_000
+    for start in range(0, len(points), 2048):
+        text = "".join(f"{c}'s A{c}b {c}7\n" for c in points[start:start + 2048])
+        assert ours.encode(text).ids == theirs.encode(text).ids, hex(ord(points[start]))

@@ -138,3 +138,22 @@ def test_word_characters_in_patterns_are_oniguruma_s():
             assert [p for p, _ in ours.pre_tokenize_str(text)] == \
                 [p for p, _ in theirs.pre_tokenize_str(text)], (pattern, start)
     assert ours.to_dict()["pattern"] == {"Regex": r"[^\w!]"}  # (the file keeps its spelling)
+
+
+def test_code_points_newer_than_unicode_16_in_python_side_patterns():
+    # Oniguruma knows Unicode 16.0: a letter assigned in 17.0 (U+0558, Tangut U+18E00, CJK
+    # extension J U+323B0) is of no class to it, where the pinned regex module calls it a
+    # letter. A Split's pattern, Whitespace and its counting path see it as Oniguruma does;
+    # a pattern that names such a code point still matches it.
+    from tokenmill import pre_tokenizers
+
+    text = "a\u0558b \U00018e00x1 \U000323b0\u0558! \u0558"
+    for pattern in (r"\w+", r"\p{L}+", r"[^\s\p{L}]+", r"\W"):
+        theirs = tokenizers.pre_tokenizers.Split(tokenizers.Regex(pattern), "isolated")
+        ours = pre_tokenizers.Split(pattern, "isolated")
+        assert ours.pre_tokenize_str(text) == theirs.pre_tokenize_str(text), pattern
+    ours_ws, theirs_ws = pre_tokenizers.Whitespace(), tokenizers.pre_tokenizers.Whitespace()
+    assert ours_ws.pre_tokenize_str(text) == theirs_ws.pre_tokenize_str(text)
+    assert ours_ws.split_text(text) == [p for p, _ in theirs_ws.pre_tokenize_str(text)]
+    named = pre_tokenizers.Split("\u0558", "isolated")
+    assert [p for p, _ in named.pre_tokenize_str("a\u0558b")] == ["a", "\u0558", "b"]

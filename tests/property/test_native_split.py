@@ -1,5 +1,6 @@
-"""The C++ scanners of the GPT-family patterns split exactly as the `regex` module does:
-on random text from every Unicode category, and on every line of every corpus in
+"""The C++ scanners of the GPT-family patterns split exactly as the `regex` module does, with
+the code points that Unicode 16.0 leaves unassigned of no class (as tiktoken and tokenizers
+see them): on random text from every Unicode category, and on every line of every corpus in
 ../shared/data (the pattern strings are tiktoken 0.14.0's, from encodings.json there)."""
 
 from __future__ import annotations
@@ -11,6 +12,7 @@ from pathlib import Path
 
 import pytest
 import regex
+import unicodedata2
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -31,9 +33,32 @@ any_text = st.text(st.characters(exclude_categories=("Cs",)), max_size=40)
 def test_tables_come_from_the_regex_release_we_compare_with():
     # Each regex release may carry a newer Unicode; the build generates the scanners' tables
     # from the release pinned in pyproject.toml, and the comparisons below need that same one.
-    assert _core.UNICODE_TABLES_FROM == f"regex {regex.__version__}", (
+    assert _core.UNICODE_TABLES_FROM == f"regex {regex.__version__}, Unicode 16.0.0", (
         "the native tables and the installed regex module disagree on the Unicode version; "
         "install the regex release pinned in pyproject.toml")
+    assert unicodedata2.unidata_version == "16.0.0"
+
+
+# A code point Unicode 16.0 leaves unassigned stands in the text regex cuts as U+0378, which
+# no Unicode assigns (the same length in characters: pieces map back by their lengths).
+UNASSIGNED = "\u0378"
+
+
+def reference_pieces(pattern: str | regex.Pattern, text: str) -> list[str]:
+    compiled = regex.compile(pattern) if isinstance(pattern, str) else pattern
+    seen = "".join(UNASSIGNED if unicodedata2.category(c) == "Cn" else c for c in text)
+    if seen == text:
+        return compiled.findall(text)
+    return [text[m.start():m.end()] for m in compiled.finditer(seen)]
+
+
+def test_code_points_new_in_unicode_17_are_of_no_class():
+    # U+0558 (Armenian), U+A7CE (Latin), U+18E00 (Tangut), U+323B0 (CJK extension J): letters
+    # to regex, unassigned to tiktoken's and tokenizers' engines.
+    for ch in "\u0558\ua7ce\U00018e00\U000323b0":
+        assert regex.fullmatch(r"\p{L}", ch)
+        for name, scanner in PATTERNS:
+            assert native_pieces(scanner, ch + "'s") == [ch + "'", "s"], name
 
 
 def native_pieces(scanner: int, text: str) -> list[str]:
@@ -54,7 +79,7 @@ with_surrogates = st.text(st.characters(), max_size=40)
 ])
 def test_every_str_width(text):
     for pattern, scanner in PATTERNS:
-        assert native_pieces(scanner, text) == regex.findall(pattern, text), (pattern, text)
+        assert native_pieces(scanner, text) == reference_pieces(pattern, text), (pattern, text)
     assert _core.pretokenize(0, text).typecode == "I"
 
 
@@ -62,21 +87,21 @@ def test_every_str_width(text):
 @given(with_surrogates)
 def test_any_text_with_surrogates(text):
     for pattern, scanner in PATTERNS:
-        assert native_pieces(scanner, text) == regex.findall(pattern, text), pattern
+        assert native_pieces(scanner, text) == reference_pieces(pattern, text), pattern
 
 
 @settings(max_examples=3000)
 @given(tricky_text)
 def test_tricky_text(text):
     for pattern, scanner in PATTERNS:
-        assert native_pieces(scanner, text) == regex.findall(pattern, text), pattern
+        assert native_pieces(scanner, text) == reference_pieces(pattern, text), pattern
 
 
 @settings(max_examples=1500)
 @given(any_text)
 def test_any_text(text):
     for pattern, scanner in PATTERNS:
-        assert native_pieces(scanner, text) == regex.findall(pattern, text), pattern
+        assert native_pieces(scanner, text) == reference_pieces(pattern, text), pattern
 
 
 def native_utf8_pieces(scanner: int, text: str) -> list[str]:
@@ -104,10 +129,10 @@ def test_utf8_scanners(text):
     # (And the str scanners on the long runs: a str of one byte a character reads them sixteen
     # at a time too.)
     for pattern, scanner in PATTERNS:
-        assert native_utf8_pieces(scanner, text) == regex.findall(pattern, text), (pattern, text)
-        assert native_pieces(scanner, text) == regex.findall(pattern, text), (pattern, text)
+        assert native_utf8_pieces(scanner, text) == reference_pieces(pattern, text), (pattern, text)
+        assert native_pieces(scanner, text) == reference_pieces(pattern, text), (pattern, text)
     kept = [p for p in native_utf8_pieces(WORDS_SCANNER, text) if not SPACE.fullmatch(p)]
-    assert kept == WORDS.findall(text)
+    assert kept == reference_pieces(WORDS, text)
 
 
 # Streams of words, mostly each after one space, as English is: the byte scanners take runs of
@@ -221,7 +246,7 @@ other_letter_stream = st.lists(
 def test_utf8_scanners_on_streams_of_words_code_prose_and_numbers(text, skip):
     text = text[skip:]
     for pattern, scanner in PATTERNS:
-        assert native_utf8_pieces(scanner, text) == regex.findall(pattern, text), (pattern, text)
+        assert native_utf8_pieces(scanner, text) == reference_pieces(pattern, text), (pattern, text)
 
 
 @pytest.mark.parametrize("text", [
@@ -278,7 +303,7 @@ def test_utf8_scanners_on_streams_of_words_code_prose_and_numbers(text, skip):
 ])
 def test_utf8_scanner_examples(text):
     for pattern, scanner in PATTERNS:
-        assert native_utf8_pieces(scanner, text) == regex.findall(pattern, text), (pattern, text)
+        assert native_utf8_pieces(scanner, text) == reference_pieces(pattern, text), (pattern, text)
 
 
 WORDS = regex.compile(r"\w+|[^\w\s]+")  # the Whitespace pre-tokenizer's pattern
@@ -290,7 +315,7 @@ SPACE = regex.compile(r"\s+")
 def test_words_scanner(text):
     # Scanner 3 returns the whitespace between pieces as pieces of its own, which it drops.
     kept = [p for p in native_pieces(WORDS_SCANNER, text) if not SPACE.fullmatch(p)]
-    assert kept == WORDS.findall(text)
+    assert kept == reference_pieces(WORDS, text)
 
 
 def test_patterns_are_tiktokens(shared_data):
@@ -347,7 +372,7 @@ def test_whole_files_with_their_newlines(shared_data, pattern, scanner):
     for path in sorted((shared_data / "code").glob("*.jsonl")):
         texts.append("".join(source_files(path)[:200]))
     for text in texts:
-        expected = regex.findall(pattern, text)
+        expected = reference_pieces(pattern, text)
         assert native_pieces(scanner, text) == expected
         assert native_utf8_pieces(scanner, text) == expected
 

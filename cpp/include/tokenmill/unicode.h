@@ -1,6 +1,7 @@
 // Unicode character classes of the GPT-family pre-tokenizer patterns, from tables generated at
 // build time (tools/gen_unicode_tables.py reads them from the `regex` module, so the scanners
-// classify every code point exactly as that module does).
+// classify every code point as that module does, up to Unicode 16.0: the Unicode of tiktoken
+// and tokenizers).
 #pragma once
 
 #include <cstddef>
@@ -31,8 +32,13 @@ inline uint8_t table_flags(uint32_t cp) {
   return kUnicodeStage2[static_cast<std::size_t>(kUnicodeStage1[cp >> 8]) * 256 + (cp & 0xFF)];
 }
 
-// Where the tables came from, e.g. "regex 2026.11.19": the scanners split as that release does.
+// Where the tables came from, e.g. "regex 2026.11.19, Unicode 16.0.0": the scanners split as
+// that release does, with the code points Unicode 16.0 leaves unassigned of no class.
 const char* table_source();
+
+// The runs [first, last] of code points that release gives a class and the tables do not
+// (assigned after Unicode 16.0), in order: count runs, 2 * count values.
+const uint32_t* newer_ranges(std::size_t& count);
 
 // ASCII classes, so the common bytes need no table walk.
 struct AsciiTable {
