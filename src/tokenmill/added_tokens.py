@@ -191,7 +191,8 @@ class _Matcher:
     in order, each is dropped if ``single_word`` and a neighbour is a word character (what it
     covered is not searched again), and stretched over whitespace: ``lstrip`` leftwards but
     not into the previous kept token, ``rstrip`` rightwards. subtle: the right stretch does not
-    stop at the next token, so two tokens' spans can overlap (as in Hugging Face).
+    stop at the next token, so two tokens' spans can overlap (as in Hugging Face), and an
+    ``lstrip`` token inside the previous one's stretch, left with nothing, is dropped.
     """
 
     def __init__(self, spelled: list[tuple[str, AddedToken]]) -> None:
@@ -223,13 +224,15 @@ class _Matcher:
             if token.lstrip:
                 while start > done and text[start - 1] in WHITE_SPACE:
                     start -= 1
-                start = min(max(start, done), end)
+                start = max(start, done)
             if token.rstrip:
                 if not run_start <= end <= run_end:
                     run_start = run_end = end
                     while run_end < n and text[run_end] in WHITE_SPACE:
                         run_end += 1
                 end = run_end
+            if start >= end:  # (an lstrip token inside the last one's strip: nothing left)
+                continue
             if start > done:
                 out.append((None, done, start))
             out.append((token.id, start, end))

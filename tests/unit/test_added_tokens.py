@@ -203,13 +203,15 @@ def test_normalized_segments_are_never_empty() -> None:
 
 def test_matching_stays_linear_with_stretching_space_tokens() -> None:
     # Each " " takes the rest of the run (the spans overlap, as in Hugging Face), without
-    # walking or copying the run again for every token.
-    for flags in ({"rstrip": True}, {"lstrip": True}, {"lstrip": True, "rstrip": True}):
+    # walking or copying the run again for every token; one that strips both ways leaves the
+    # others nothing (Hugging Face drops them): one token.
+    for flags, count in (({"rstrip": True}, 100_000), ({"lstrip": True}, 100_000),
+                         ({"lstrip": True, "rstrip": True}, 1)):
         vocab = AddedVocabulary([token(" ", 1, **flags)])
         text = " " * 100_000
         start = time.perf_counter()
         segments = vocab.segments(text)
-        assert len(segments) == len(text)
+        assert len(segments) == count
         assert time.perf_counter() - start < 5.0  # quadratic would take minutes
 
 
