@@ -75,10 +75,6 @@ UnigramModel::UnigramModel(const std::vector<std::string>& pieces, const std::ve
   }
   if (min_score == FLT_MAX) min_score = max_score = 0.0;
   unk_score_ = min_score - kUnkPenalty;
-  // sentencepiece's own figures: its best score starts from FLT_MIN (the least positive
-  // float), so where every normal score is below zero, as in any trained model, a
-  // user-defined piece scores about -0.1 whatever its length; and the product is a float's.
-  const auto sp_max = std::max(FLT_MIN, static_cast<float>(max_score));
   if (options.float32_sums) unk_score_ = static_cast<float>(unk_score_);
   lookup_.reserve(pieces.size());
   for (std::size_t i = 0; i < pieces.size(); ++i) {
@@ -89,9 +85,8 @@ UnigramModel::UnigramModel(const std::vector<std::string>& pieces, const std::ve
       lookup_.insert(p, id);
       max_chars_ = std::max(max_chars_, utf8_count(p));
       if (kinds[i] == kUserDefined) {
-        scores_[i] = options.float32_sums
-                         ? static_cast<float>(static_cast<float>(p.size()) * sp_max - 0.1f)
-                         : static_cast<double>(p.size()) * max_score - 0.1;
+        scores_[i] = static_cast<double>(p.size()) * max_score - 0.1;
+        if (options.float32_sums) scores_[i] = static_cast<float>(scores_[i]);
       }
     } else if (kinds[i] == kByte && p.size() == 6 && p.compare(0, 3, "<0x") == 0 && p[5] == '>') {
       const int hi = hex_digit(p[3]);
