@@ -139,6 +139,9 @@ void SentencePieceNormalizer::normalize(std::string_view text, std::string& out,
     const uint32_t to = char_at + static_cast<uint32_t>(utf8_count(text.substr(at, consumed)));
     if (previous_space) {
       while (!piece.empty() && piece.front() == ' ') piece.remove_prefix(1);
+      // A space collapsed into the one kept before it: sentencepiece counts it in that
+      // one's span, so a lone "▁" covers the whole run ("a  s": (1, 3)).
+      if (piece.empty() && !ends.empty()) ends.back() = to;
     }
     if (!piece.empty()) {
       for (std::size_t i = 0; i < piece.size();) {
