@@ -8,6 +8,7 @@ import base64
 import gzip
 import json
 import random
+import re
 import string
 
 import pytest
@@ -690,3 +691,13 @@ def test_every_code_point_beside_letters_digits_and_quotes(pairs, name):
     for start in range(0, len(points), 4096):
         text = "".join(f"{c}'s A{c}b {c}7\n" for c in points[start:start + 4096])
         assert tok.encode_ordinary(text) == ref.encode_ordinary(text), hex(ord(points[start]))
+
+
+def test_a_disallowed_special_token_is_a_value_error_as_in_tiktoken(pairs):
+    # Code written for tiktoken catches ValueError; tokenmill's InputError is one.
+    tok, ref = pairs["cl100k_base"]
+    for encode in (ref.encode, lambda text: tok.encode(text).ids):
+        with pytest.raises(ValueError, match=re.escape("<|endoftext|>")):
+            encode("hello <|endoftext|>")
+    with pytest.raises(InputError):
+        tok.encode("hello <|endoftext|>")
