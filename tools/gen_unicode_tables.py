@@ -37,7 +37,11 @@ BLOCK = 256
 N_CODEPOINTS = 0x110000
 
 
-def flags_table() -> bytearray:
+def flags_table() -> tuple[bytearray, list[tuple[int, int]]]:
+    """The flags of every code point, and (first, last) of each run of code points the pinned
+    `regex` gives a class that Unicode 16.0 leaves unassigned (their flags cleared): the Python
+    side reads those runs through the core and hides them from `regex`
+    (tokenmill.normalizers.find_matches), so both sides class them alike."""
     flags = bytearray(N_CODEPOINTS)
     # One string of every code point but the surrogates (which no str of text can hold alone).
     points = [c for c in range(N_CODEPOINTS) if not 0xD800 <= c <= 0xDFFF]
@@ -49,31 +53,19 @@ def flags_table() -> bytearray:
     if unicodedata2.unidata_version != REFERENCE_UNICODE:
         raise SystemExit(f"unicodedata2 has Unicode {unicodedata2.unidata_version}, "
                          f"expected {REFERENCE_UNICODE} (pyproject.toml pins it)")
+    newer: list[tuple[int, int]] = []
     for cp in points:
-        if unicodedata2.category(chr(cp)) == "Cn":
+        if flags[cp] and unicodedata2.category(chr(cp)) == "Cn":
             flags[cp] = 0
-    return flags
-
-
-def newer_ranges() -> list[tuple[int, int]]:
-    """(first, last) of each run of code points that the pinned `regex` gives a class and
-    Unicode 16.0 leaves unassigned: the Python side reads them through the core and hides them
-    from `regex` (tokenmill.normalizers.find_matches), so both sides class them alike."""
-    points = [c for c in range(N_CODEPOINTS) if not 0xD800 <= c <= 0xDFFF]
-    classed = regex.compile("|".join(pattern for _, pattern in CLASSES))
-    ranges: list[tuple[int, int]] = []
-    for cp in points:
-        if unicodedata2.category(chr(cp)) == "Cn" and classed.match(chr(cp)):
-            if ranges and ranges[-1][1] == cp - 1:
-                ranges[-1] = (ranges[-1][0], cp)
+            if newer and newer[-1][1] == cp - 1:
+                newer[-1] = (newer[-1][0], cp)
             else:
-                ranges.append((cp, cp))
-    return ranges
+                newer.append((cp, cp))
+    return flags, newer
 
 
 def main(out_path: str) -> None:
-    flags = flags_table()
-    newer = newer_ranges()
+    flags, newer = flags_table()
     runs = ", ".join(f"{a}, {b}" for a, b in newer) or "0, 0"
     blocks: dict[bytes, int] = {}
     stage1: list[int] = []

@@ -59,11 +59,6 @@ def skips_end_byte_runs(decoder: Decoder | None) -> bool:
     return False
 
 
-def _escaped(data: bytes | bytearray) -> str | None:
-    """``data`` as text with its invalid bytes as surrogate escapes, in decode_raw; else None."""
-    return data.decode("utf-8", errors="surrogateescape") if _RAW_BYTES.get() else None
-
-
 class Decoder(ABC):
     """Base of the decoders: subclasses implement ``decode_chain``."""
 
@@ -112,8 +107,8 @@ class ByteLevel(ByteLevelFields, Decoder):
                 data += token.translate(table).encode("latin-1")
             except UnicodeEncodeError:
                 data += token.encode("utf-8")
-        raw = _escaped(data)
-        return [raw if raw is not None else data.decode("utf-8", errors="replace")]
+        invalid = "surrogateescape" if _RAW_BYTES.get() else "replace"  # (see decode_raw)
+        return [data.decode("utf-8", errors=invalid)]
 
 
 

@@ -505,6 +505,8 @@ def as_references_see(pattern: CompiledPattern, text: str) -> str:
     >>> as_references_see(regex.compile(r"\\w+"), "a\u0558b") == "a\u0378b"
     True
     """
+    if text.isascii():
+        return text
     newer = _newer_unicode()
     if newer is None or newer.search(text) is None or newer.search(pattern.pattern):
         return text
