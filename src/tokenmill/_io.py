@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import os
-import tempfile
+import secrets
 from collections.abc import Iterable, Iterator, Sequence
 from pathlib import Path
 from typing import Literal
@@ -31,21 +31,28 @@ def write_target(path: Path) -> Path:
     return target
 
 
-def temp_beside(beside: Path, suffix: str = ".tmp") -> tuple[int, str]:
-    """A temporary file beside ``beside`` (the file it will be renamed over), open as (fd,
-    name), with the permissions a new file gets from the umask (mkstemp makes it 0600, which
-    the rename would give the finished file: unreadable by other users or by Dask workers
-    running as another one)."""
-    fd, name = tempfile.mkstemp(prefix=f".{beside.name}.", suffix=suffix, dir=beside.parent)
-    try:
-        umask = os.umask(0)
-        os.umask(umask)
-        os.fchmod(fd, 0o666 & ~umask)
-    except BaseException:
-        os.close(fd)
-        Path(name).unlink(missing_ok=True)
-        raise
-    return fd, name
+def temp_beside(beside: Path, made: list[Path], suffix: str = ".tmp") -> int:
+    """A new temporary file beside ``beside`` (the file it will be renamed over), open for
+    writing as a file descriptor, with the permissions a new file gets from the umask.
+
+    Its name goes into ``made`` before the file is created, so a caller whose ``finally``
+    unlinks every name in ``made`` leaves nothing behind wherever an interrupt lands (Ctrl-C,
+    or SIGTERM raised as an exception by the CLI): with ``tempfile.mkstemp`` the file existed
+    before its name was known here, and a SIGTERM in between left it on disk."""
+    flags = os.O_RDWR | os.O_CREAT | os.O_EXCL | getattr(os, "O_CLOEXEC", 0)
+    while True:
+        name = beside.parent / f".{beside.name}.{secrets.token_hex(6)}{suffix}"
+        made.append(name)
+        try:
+            return os.open(name, flags, 0o666)  # (the umask applies)
+        except FileExistsError:  # (another writer's: 48 random bits, not seen in practice)
+            made.remove(name)
+
+
+def unlink_all(names: list[Path]) -> None:
+    """Remove the files named (those that exist), emptying the list."""
+    while names:
+        names.pop().unlink(missing_ok=True)
 
 
 def atomic_write_text(path: str | os.PathLike[str], text: str) -> None:
@@ -53,22 +60,23 @@ def atomic_write_text(path: str | os.PathLike[str], text: str) -> None:
     part: write a temporary file beside it, flush it to disk, then rename it over ``path``."""
     path = Path(path)
     target = write_target(path)
+    made: list[Path] = []
     try:
-        fd, tmp = temp_beside(target)
-    except OSError as e:
-        raise InputError(f"{path}: cannot write a file in {target.parent} ({e.strerror})") from None
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8", newline="\n") as f:
-            f.write(text)
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, target)
-    except OSError as e:
-        Path(tmp).unlink(missing_ok=True)
-        raise InputError(f"{path}: cannot write ({e.strerror})") from None
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
+        try:
+            fd = temp_beside(target, made)
+        except OSError as e:
+            raise InputError(f"{path}: cannot write a file in {target.parent} "
+                             f"({e.strerror})") from None
+        try:
+            with os.fdopen(fd, "w", encoding="utf-8", newline="\n") as f:
+                f.write(text)
+                f.flush()
+                os.fsync(f.fileno())
+            os.replace(made[0], target)
+        except OSError as e:
+            raise InputError(f"{path}: cannot write ({e.strerror})") from None
+    finally:
+        unlink_all(made)
 
 
 def read_file(path: Path, expected: str) -> bytes:

@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from tokenmill._args import checked_threads
-from tokenmill._io import atomic_write_text, temp_beside, write_target
+from tokenmill._io import atomic_write_text, temp_beside, unlink_all, write_target
 from tokenmill.errors import FormatError, InputError
 
 if TYPE_CHECKING:
@@ -71,18 +71,13 @@ def encode_corpus(tok: Tokenizer, batches: Iterable[list[str]], output: str | os
                          f"size {vocab_size})")
     narrow = vocab_size <= 1 << 16
     dtype = np.dtype("<u2" if narrow else "<u4")
-    temps: list[Path] = []
-
-    def temp(beside: Path, suffix: str) -> tuple[Any, Path]:
-        fd, name = temp_beside(beside, suffix)
-        temps.append(Path(name))
-        return os.fdopen(fd, "wb"), Path(name)
-
+    temps: list[Path] = []  # (emptied by the finally below, whatever happens)
     ids_hash, idx_hash = hashlib.sha256(), hashlib.sha256()
     documents = tokens = 0
     try:
-        ids_file, ids_tmp = temp(ids_target, ".tmp")
-        idx_file, idx_tmp = temp(idx_target, ".tmp")
+        ids_file = os.fdopen(temp_beside(ids_target, temps), "wb")
+        idx_file = os.fdopen(temp_beside(idx_target, temps), "wb")
+        ids_tmp, idx_tmp = temps
         with ids_file, idx_file:
             first = np.zeros(1, dtype="<u8").tobytes()
             idx_file.write(first)
@@ -117,8 +112,7 @@ def encode_corpus(tok: Tokenizer, batches: Iterable[list[str]], output: str | os
         raise InputError(f"{output}: could not write the token file ({e.strerror or e}); "
                          "nothing was kept") from None
     finally:
-        for t in temps:
-            t.unlink(missing_ok=True)
+        unlink_all(temps)
 
 
 def load_token_file(path: str | os.PathLike[str], *, verify: bool = False) -> tuple[Any, Any,

@@ -44,7 +44,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from tokenmill._io import is_utf8_text, temp_beside, write_target
+from tokenmill._io import is_utf8_text, temp_beside, unlink_all, write_target
 from tokenmill.errors import FormatError, InputError
 
 MAGIC = b"TMCOUNTS"
@@ -111,9 +111,9 @@ def save_counts(path: str | os.PathLike[str], counts: Mapping[str, int], pipelin
         "pipeline": pipeline_of(pipeline), "distinct": len(keys), "total": total,
         "piece_bytes": sum(lengths), "dropped_distinct": dropped[0], "dropped_total": dropped[1],
         "meta": dict(meta or {})}, ensure_ascii=False, sort_keys=True).encode("utf-8")
-    fd, tmp = temp_beside(target)
+    made: list[Path] = []
     try:
-        with os.fdopen(fd, "wb") as f:
+        with os.fdopen(temp_beside(target, made), "wb") as f:
             digest = hashlib.sha256()
 
             def write(data: bytes) -> None:
@@ -130,10 +130,9 @@ def save_counts(path: str | os.PathLike[str], counts: Mapping[str, int], pipelin
             f.write(digest.digest())
             f.flush()
             os.fsync(f.fileno())
-        os.replace(tmp, target)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
+        os.replace(made[0], target)
+    finally:
+        unlink_all(made)
 
 
 def load_counts(path: str | os.PathLike[str]) -> tuple[Counter[str], dict[str, Any], CountInfo]:
