@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
 import shutil
 import signal
 import subprocess
@@ -259,23 +258,23 @@ def test_a_count_file_trains_only_the_model_it_was_counted_for(small, tmp_path, 
 
 def test_sigterm_removes_the_temporary_files(shared_data, tmp_path):
     # A job scheduler's stop (SIGTERM) unwinds as Ctrl-C does: exit status 143, one line, and
-    # no hidden .tmp file left beside the output (they were, before).
-    corpus = tmp_path / "corpus.txt"
-    sample = open(SAMPLE, encoding="utf-8").read()
-    corpus.write_text(sample * 300, encoding="utf-8")  # ~40 MB: about a second to encode
+    # no hidden .tmp file left beside the output (they were, before). The corpus comes from a
+    # pipe left open, so the signal finds the command mid-file however slow or fast it runs.
     out_dir = tmp_path / "out"
     out_dir.mkdir()
-    env = {**os.environ, "TOKENMILL_NUM_THREADS": "1"}
     proc = subprocess.Popen(
-        [sys.executable, "-m", "tokenmill", "encode-corpus", str(corpus), "-t", "r50k_base",
+        [sys.executable, "-m", "tokenmill", "encode-corpus", "-", "-t", "r50k_base",
          "--ranks", str(shared_data / "tokenizers" / "tiktoken"), "-o", str(out_dir / "t.bin")],
-        env=env, stderr=subprocess.PIPE, text=True)
+        stdin=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    assert proc.stdin is not None
+    proc.stdin.write(open(SAMPLE, encoding="utf-8").read() * 20)
+    proc.stdin.flush()
     deadline = time.monotonic() + 60
-    while not any(p.name.endswith(".tmp") for p in out_dir.iterdir()):
-        assert proc.poll() is None and time.monotonic() < deadline, "no temporary file seen"
+    while sorted(p.name.startswith(".t.bin.idx.") for p in out_dir.iterdir()) != [False, True]:
+        assert proc.poll() is None and time.monotonic() < deadline, "no temporary files seen"
         time.sleep(0.002)
     proc.send_signal(signal.SIGTERM)
-    err = proc.communicate(timeout=60)[1]
+    err = proc.communicate(timeout=60)[1]  # (closes the pipe)
     assert proc.returncode == 143 and err == "tokenmill: terminated\n", err
     assert list(out_dir.iterdir()) == []
 

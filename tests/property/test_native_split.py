@@ -395,11 +395,15 @@ def test_native_counting_equals_python_counting(texts, threads):
         for text in texts:
             expected.update(p.text for p in pre.split(NormalizedString(text)))
         # batches far larger than one thread's share, so the threaded merge is exercised too
+        before = os.environ.get("TOKENMILL_NUM_THREADS")
         os.environ["TOKENMILL_NUM_THREADS"] = str(threads)
         try:
             got = _count_natively(texts * 3000 if threads > 1 else texts, *plan)
         finally:
-            del os.environ["TOKENMILL_NUM_THREADS"]
+            if before is None:
+                del os.environ["TOKENMILL_NUM_THREADS"]
+            else:
+                os.environ["TOKENMILL_NUM_THREADS"] = before
         if threads > 1:
             expected = Counter({k: v * 3000 for k, v in expected.items()})
         assert list(got.items()) == list(expected.items())  # same counts, first-seen order
