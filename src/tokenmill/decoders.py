@@ -59,6 +59,20 @@ def skips_end_byte_runs(decoder: Decoder | None) -> bool:
     return False
 
 
+def chain_has(decoder: Decoder | None, kind: type[Decoder]) -> bool:
+    """Whether ``decoder`` is a ``kind`` or a Sequence holding one."""
+    if isinstance(decoder, kind):
+        return True
+    if isinstance(decoder, Sequence):
+        return any(chain_has(d, kind) for d in decoder.decoders)
+    return False
+
+
+def is_byte_token(token: str) -> bool:
+    """Whether ``token`` is a byte token ``<0xNN>`` of ByteFallback."""
+    return len(token) == 6 and _BYTE_TOKEN.fullmatch(token) is not None
+
+
 class Decoder(ABC):
     """Base of the decoders: subclasses implement ``decode_chain``."""
 

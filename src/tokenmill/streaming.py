@@ -1,28 +1,50 @@
-"""Decoding ids as they arrive: text is released only once it is whole.
+"""Decoding ids as they arrive: text is released only once it is whole and settled.
 
 A server streaming a model's output gets ids one at a time; a character may be split across ids
-(byte-level tokens), and some decoders look at neighbours (a leading space, a ``</w>``). The
-stream keeps the ids of the text not yet released and decodes a short window: the new text is
-what decoding the window gives beyond what decoding it without the new ids gave, held back
-while it ends in an incomplete character (U+FFFD).
+(byte-level tokens), and some decoders look at neighbours (a leading space, a ``</w>``). Whatever
+the ids, the pieces a stream releases, with its :meth:`~DecodeStream.flush`, join to the text
+:meth:`Tokenizer.decode` gives for them all.
+
+- Byte-level tokenizers (GPT-2's, tiktoken's encodings: text is the UTF-8 of the ids' bytes)
+  pass each id's bytes through an incremental UTF-8 decoder, which holds back only a character
+  still cut.
+- Other decoders: the stream keeps the ids of the text not yet released and decodes a short
+  window (the last released id as context): the new text is what decoding the window gives
+  beyond what decoding it without the new ids gave. A run of ByteFallback's byte tokens
+  ``<0xNN>`` is held until it ends (under Hugging Face's a later byte can turn all of it into
+  U+FFFD); in a chain with ByteLevel, text that ends in U+FFFD (a character still cut) is held.
+  Special tokens that decoding leaves out are not kept.
+
+Every id is decoded a bounded number of times, so a stream's cost grows with its ids, whatever
+they are.
 """
 
 from __future__ import annotations
 
+import codecs
 import operator
-from collections.abc import Iterable, Iterator
-from typing import TYPE_CHECKING
+from collections.abc import Iterable, Iterator, Sequence
+from typing import TYPE_CHECKING, Any
 
+from tokenmill.decoders import (
+    ByteFallback,
+    ByteLevel,
+    chain_has,
+    is_byte_token,
+    skips_end_byte_runs,
+)
 from tokenmill.errors import InputError
 
 if TYPE_CHECKING:
     from tokenmill.tokenizer import Tokenizer
 
 _REPLACEMENT = "\ufffd"
+_CONTEXT_KEPT = 64  # released ids kept before the window is cut back to its context
 
 
 class DecodeStream:
     """Feed ids with :meth:`step`; each call returns the text completed by that id, or None.
+    :meth:`flush` ends the text: it returns what is held back, and ids after it start anew.
 
     >>> from tokenmill import BPE, Tokenizer, decoders
     >>> tok = Tokenizer(BPE({"a": 0, "b": 1}, []), decoder=decoders.Fuse())
@@ -34,6 +56,15 @@ class DecodeStream:
     def __init__(self, tokenizer: Tokenizer, *, skip_special_tokens: bool = True) -> None:
         self._tok = tokenizer
         self._skip = skip_special_tokens
+        decoder = tokenizer.decoder
+        self._bytes = type(decoder) is ByteLevel  # (its text is its bytes' UTF-8)
+        self._utf8 = codecs.getincrementaldecoder("utf-8")("replace")
+        self._special = tokenizer._added.special_ids if skip_special_tokens else frozenset()
+        # A skipped special token still ends a run of byte tokens (sentencepiece's decoding):
+        # kept, once for a row of them.
+        self._keep_skipped = skips_end_byte_runs(decoder)
+        self._byte_runs = chain_has(decoder, ByteFallback)
+        self._cut_characters = chain_has(decoder, ByteLevel)
         self._ids: list[int] = []
         self._prefix = 0  # ids before this one only give context
         self._read = 0    # ids before this one have been released
@@ -42,31 +73,51 @@ class DecodeStream:
         return self._tok.decode(ids, skip_special_tokens=self._skip)
 
     def step(self, id: int) -> str | None:
-        """Add one id; the text it completes, or None while a character is still cut. An id
-        the tokenizer does not have raises InputError and is not kept: the stream goes on
-        with the next."""
+        """Add one id; the text it completes, or None while a character is still cut (or a
+        run of byte tokens ``<0xNN>`` goes on). An id the tokenizer
+        does not have raises InputError and is not kept: the stream goes on with the next."""
+        return self._step(self._checked(id, "decode_stream"))
+
+    def _checked(self, id: Any, where: str) -> int:
         try:
             i = operator.index(id)
         except TypeError:
             i = -1  # (no id: named below)
         if self._tok.id_to_token(i) is None:
-            raise InputError(f"decode_stream: {id!r} is not an id of this tokenizer "
+            raise InputError(f"{where}: {id!r} is not an id of this tokenizer "
                              f"(vocabulary size {self._tok.get_vocab_size()})")
+        return i
+
+    def _step(self, i: int) -> str | None:
+        if self._bytes:
+            data = self._tok.decode_bytes([i], skip_special_tokens=self._skip)
+            return self._utf8.decode(data) or None
+        if i in self._special:
+            # Left out by decode: nothing to add, unless it ends a run of byte tokens.
+            if self._keep_skipped and self._ids and self._ids[-1] not in self._special:
+                self._ids.append(i)
+            return None
         self._ids.append(i)
+        if self._byte_runs and is_byte_token(self._tok.id_to_token(i) or ""):
+            return None  # (settled when the run ends)
         before, after = self._window_texts()
-        if len(after) <= len(before) or after.endswith(_REPLACEMENT):
+        if len(after) <= len(before) or (self._cut_characters and after.endswith(_REPLACEMENT)):
             return None
         return self._release(after[len(before):])
 
     def flush(self) -> str | None:
-        """The text of the ids :meth:`step` has held back (a character still cut, or text
-        that ends in U+FFFD), as :meth:`Tokenizer.decode` gives it: what a server sends once
-        the model stops. None if nothing is held."""
+        """End the text: what :meth:`step` has held back (a character still cut, text that
+        ends in U+FFFD, a run of byte tokens), as :meth:`Tokenizer.decode` gives it; None if
+        nothing is held. What a server sends once the model stops; ids given after it start
+        a new text, as if decoded apart."""
+        if self._bytes:
+            text = self._utf8.decode(b"", final=True)
+            self._utf8.reset()
+            return text or None
         before, after = self._window_texts()
-        if len(after) <= len(before):
-            self._read = len(self._ids)
-            return None
-        return self._release(after[len(before):])
+        self._ids.clear()
+        self._prefix = self._read = 0
+        return after[len(before):] or None
 
     def _window_texts(self) -> tuple[str, str]:
         """The window's text without the ids not yet released, and with them."""
@@ -78,7 +129,7 @@ class DecodeStream:
         # Keep the last released id as context (for decoders that look back), forget the rest.
         self._prefix = self._read
         self._read = len(self._ids)
-        if self._prefix > 64:
+        if self._prefix > _CONTEXT_KEPT:
             drop = self._prefix
             self._ids = self._ids[drop:]
             self._prefix -= drop
@@ -86,8 +137,15 @@ class DecodeStream:
         return new
 
     def feed(self, ids: Iterable[int]) -> Iterator[str]:
-        """The text pieces of ``ids``, as :meth:`step` releases them."""
-        for id in ids:
-            text = self.step(id)
+        """The text pieces of ``ids``, as :meth:`step` releases them. A sequence's ids are
+        checked before any is decoded, so a bad one (named by its position) loses no piece."""
+        if isinstance(ids, Sequence) or hasattr(ids, "__array__"):
+            checked = [self._checked(id, f"ids[{k}]") for k, id in enumerate(ids)]
+            return self._pieces(checked)
+        return self._pieces(self._checked(id, f"ids[{k}]") for k, id in enumerate(ids))
+
+    def _pieces(self, ids: Iterable[int]) -> Iterator[str]:
+        for i in ids:
+            text = self._step(i)
             if text is not None:
                 yield text
