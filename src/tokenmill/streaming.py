@@ -39,7 +39,8 @@ if TYPE_CHECKING:
     from tokenmill.tokenizer import Tokenizer
 
 _REPLACEMENT = "\ufffd"
-_CONTEXT_KEPT = 64  # released ids kept before the window is cut back to its context
+_WINDOW = 8          # released ids decoded again with each new one, before the window is cut
+_CONTEXT_KEPT = 64  # ids kept before the list is cut back to the window
 
 
 class DecodeStream:
@@ -59,6 +60,7 @@ class DecodeStream:
         decoder = tokenizer.decoder
         self._bytes = type(decoder) is ByteLevel  # (its text is its bytes' UTF-8)
         self._utf8 = codecs.getincrementaldecoder("utf-8")("replace")
+        self._bytes_of: dict[int, bytes] = {}  # (ids met so far)
         self._special = tokenizer._added.special_ids if skip_special_tokens else frozenset()
         # A skipped special token still ends a run of byte tokens (sentencepiece's decoding):
         # kept, once for a row of them.
@@ -66,8 +68,9 @@ class DecodeStream:
         self._byte_runs = chain_has(decoder, ByteFallback)
         self._cut_characters = chain_has(decoder, ByteLevel)
         self._ids: list[int] = []
-        self._prefix = 0  # ids before this one only give context
+        self._prefix = 0  # the window: ids from this one on (those before it are done)
         self._read = 0    # ids before this one have been released
+        self._before: str | None = None  # the text of ids[prefix:read], once decoded
 
     def _decode(self, ids: list[int]) -> str:
         return self._tok.decode(ids, skip_special_tokens=self._skip)
@@ -76,6 +79,8 @@ class DecodeStream:
         """Add one id; the text it completes, or None while a character is still cut (or a
         run of byte tokens ``<0xNN>`` goes on). An id the tokenizer
         does not have raises InputError and is not kept: the stream goes on with the next."""
+        if self._bytes and type(id) is int and (data := self._bytes_of.get(id)) is not None:
+            return self._utf8.decode(data) or None  # (an id met before: checked then)
         return self._step(self._checked(id, "decode_stream"))
 
     def _checked(self, id: Any, where: str) -> int:
@@ -90,7 +95,10 @@ class DecodeStream:
 
     def _step(self, i: int) -> str | None:
         if self._bytes:
-            data = self._tok.decode_bytes([i], skip_special_tokens=self._skip)
+            data = self._bytes_of.get(i)
+            if data is None:
+                data = self._bytes_of[i] = self._tok.decode_bytes([i],
+                                                                  skip_special_tokens=self._skip)
             return self._utf8.decode(data) or None
         if i in self._special:
             # Left out by decode: nothing to add, unless it ends a run of byte tokens.
@@ -103,7 +111,7 @@ class DecodeStream:
         before, after = self._window_texts()
         if len(after) <= len(before) or (self._cut_characters and after.endswith(_REPLACEMENT)):
             return None
-        return self._release(after[len(before):])
+        return self._release(before, after)
 
     def flush(self) -> str | None:
         """End the text: what :meth:`step` has held back (a character still cut, text that
@@ -117,24 +125,30 @@ class DecodeStream:
         before, after = self._window_texts()
         self._ids.clear()
         self._prefix = self._read = 0
+        self._before = None
         return after[len(before):] or None
 
     def _window_texts(self) -> tuple[str, str]:
-        """The window's text without the ids not yet released, and with them."""
-        return (self._decode(self._ids[self._prefix:self._read]),
-                self._decode(self._ids[self._prefix:]))
+        """The window's text without the ids not yet released (kept from the last step while
+        the window's start stays), and with them."""
+        if self._before is None:
+            self._before = self._decode(self._ids[self._prefix:self._read])
+        return self._before, self._decode(self._ids[self._prefix:])
 
-    def _release(self, new: str) -> str:
-        """Marks every id as released, ``new`` being their text."""
-        # Keep the last released id as context (for decoders that look back), forget the rest.
-        self._prefix = self._read
+    def _release(self, before: str, after: str) -> str:
+        """Marks every id as released, ``after`` being the window's text with them."""
         self._read = len(self._ids)
-        if self._prefix > _CONTEXT_KEPT:
-            drop = self._prefix
-            self._ids = self._ids[drop:]
-            self._prefix -= drop
-            self._read -= drop
-        return new
+        self._before = after
+        if self._read - self._prefix > _WINDOW:
+            # Cut back to the last released id as context (for decoders that look back: a
+            # leading space, a "##"); it gave text, so it is never one decoding leaves out.
+            self._prefix = self._read - 1
+            self._before = None
+            if self._prefix > _CONTEXT_KEPT:
+                del self._ids[:self._prefix]
+                self._read -= self._prefix
+                self._prefix = 0
+        return after[len(before):]
 
     def feed(self, ids: Iterable[int]) -> Iterator[str]:
         """The text pieces of ``ids``, as :meth:`step` releases them. A sequence's ids are

@@ -569,12 +569,16 @@ class Tokenizer:
         """The token strings of ``ids`` for the decoder (special ones left out if asked)."""
         tokens: list[str] = []
         special = self._added.special_ids
-        # (After a kept token: a leading one must not take the dummy prefix's strip.)
-        mark_skipped = skip_special_tokens and skips_end_byte_runs(self.decoder)
+        # (After a kept token: a leading one must not take the dummy prefix's strip. Asked at
+        # the first such token: walking the decoder chain was a third of a short decode.)
+        mark_skipped: bool | None = None
         for position, i in enumerate(self._plain_ids(ids)):
             if skip_special_tokens and i in special:
-                if mark_skipped and tokens:
-                    tokens.append("")
+                if tokens:
+                    if mark_skipped is None:
+                        mark_skipped = skips_end_byte_runs(self.decoder)
+                    if mark_skipped:
+                        tokens.append("")
                 continue
             token = self.id_to_token(i)
             if token is None:

@@ -1,0 +1,99 @@
+"""The streaming decoder, one id at a time, tokenmill vs Hugging Face ``tokenizers``'
+``DecodeStream``: the same ids, one run, the ratio printed.
+
+    python benchmarks/bench_decode_stream.py --repeats 5
+
+What a server streaming a model's output does: each id, as it arrives, goes to the stream, which
+returns the text it completes (or None). The ids are ``tokenizers``' own encoding of English
+(tinyshakespeare) and Chinese (hongloumeng) text, about ``--ids`` of each, under GPT-2's
+(byte-level), Mistral 7B v0.3's (Metaspace with byte fallback) and all-MiniLM-L6-v2's (BERT
+WordPiece) tokenizer.json. Both streams' pieces must join to the same text as decoding the ids
+at once (checked before timing). The engines alternate within a run (ABBA over the repeats); the
+figures are medians, in microseconds an id.
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+from bench_bpe import DEFAULT_DATA, read_lines
+
+FILES = {"GPT-2": "gpt2/tokenizer.json", "Mistral 7B v0.3": "mistral-7b-v0.3/tokenizer.json",
+         "MiniLM (BERT)": "all-MiniLM-L6-v2/tokenizer.json"}
+TEXTS = {"English": "en/tinyshakespeare.txt", "Chinese": "zh/hongloumeng.txt"}
+
+
+def ids_of(hf: Any, lines: list[str], count: int) -> list[int]:
+    """About ``count`` ids of the lines (whole lines, a newline between them)."""
+    ids: list[int] = []
+    for line in lines:
+        ids += hf.encode(line + "\n", add_special_tokens=False).ids
+        if len(ids) >= count:
+            break
+    return ids
+
+
+def stream_tokenmill(tok: Any, ids: list[int]) -> str:
+    stream = tok.decode_stream()
+    pieces = [stream.step(i) for i in ids]
+    return "".join(p for p in pieces if p) + (stream.flush() or "")
+
+
+def stream_tokenizers(tok: Any, ids: list[int]) -> str:
+    from tokenizers.decoders import DecodeStream
+
+    stream = DecodeStream(skip_special_tokens=True)
+    pieces = [stream.step(tok, i) for i in ids]
+    return "".join(p for p in pieces if p)
+
+
+def timed(run: Any, tok: Any, ids: list[int]) -> float:
+    start = time.perf_counter()
+    run(tok, ids)
+    return (time.perf_counter() - start) / len(ids) * 1e6
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--data", type=Path, default=DEFAULT_DATA)
+    parser.add_argument("--repeats", type=int, default=5)
+    parser.add_argument("--ids", type=int, default=20_000)
+    args = parser.parse_args()
+    import tokenizers
+
+    import tokenmill
+
+    from importlib.metadata import version
+
+    print(f"tokenmill {version('tokenmill')}, tokenizers {tokenizers.__version__}; "
+          f"{args.repeats} repeats, medians, microseconds an id")
+    print("| tokenizer | text | ids | tokenmill | tokenizers | tokenizers / tokenmill |")
+    print("| --- | --- | --- | --- | --- | --- |")
+    for name, path in FILES.items():
+        file = args.data / "tokenizers" / path
+        ours, theirs = tokenmill.load(file), tokenizers.Tokenizer.from_file(str(file))
+        for text, source in TEXTS.items():
+            ids = ids_of(theirs, read_lines(args.data / "text" / source), args.ids)
+            whole = theirs.decode(ids)
+            if stream_tokenmill(ours, ids) != whole or stream_tokenizers(theirs, ids) != whole:
+                print(f"{name}, {text}: a stream's text differs from decode", file=sys.stderr)
+                return 1
+            times: dict[str, list[float]] = {"tokenmill": [], "tokenizers": []}
+            for r in range(args.repeats):
+                order = ("tokenmill", "tokenizers") if r % 2 == 0 else ("tokenizers", "tokenmill")
+                for engine in order:
+                    run, tok = (stream_tokenmill, ours) if engine == "tokenmill" \
+                        else (stream_tokenizers, theirs)
+                    times[engine].append(timed(run, tok, ids))
+            a, b = (statistics.median(times[e]) for e in ("tokenmill", "tokenizers"))
+            print(f"| {name} | {text} | {len(ids):,} | {a:.2f} | {b:.2f} | {b / a:.2f}x |")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
