@@ -64,11 +64,11 @@ def main() -> int:
     parser.add_argument("--repeats", type=int, default=5)
     parser.add_argument("--ids", type=int, default=20_000)
     args = parser.parse_args()
+    from importlib.metadata import version
+
     import tokenizers
 
     import tokenmill
-
-    from importlib.metadata import version
 
     print(f"tokenmill {version('tokenmill')}, tokenizers {tokenizers.__version__}; "
           f"{args.repeats} repeats, medians, microseconds an id")
