@@ -108,6 +108,10 @@ class AddedVocabulary:
         # The normalized-token matcher of each normalizer seen, keyed by identity (the entry
         # keeps the normalizer alive, so the id cannot be reused while it is cached).
         self._normalized: dict[int, tuple[Any, _Matcher]] = {}
+        # Its tokens less the special ones not allowed, by the allowed set (made by
+        # Tokenizer._special_rules): kept here, so a tokenizer given new added tokens (a new
+        # AddedVocabulary) never meets those of the old ones.
+        self.restricted: dict[frozenset[str], AddedVocabulary] = {}
 
     def __len__(self) -> int:
         return len(self.tokens)

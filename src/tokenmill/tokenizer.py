@@ -86,7 +86,6 @@ class Tokenizer:
         # "match": special tokens in text are matched, as Hugging Face files expect; "error":
         # as tiktoken, a special token's text in the input is an error unless allowed.
         self.special_tokens_in_text = special_tokens_in_text
-        self._restricted: dict[frozenset[str], AddedVocabulary] = {}
         self._native_for: tuple[Any, ...] = ()
         self._native: tuple[Any, int] | None = None
 
@@ -192,11 +191,12 @@ class Tokenizer:
                        ) -> tuple[AddedVocabulary, Set[str]]:
         """The added tokens to match under tiktoken's special-token rules (see _added_for),
         and the special tokens whose text is an error."""
+        vocab = self._added  # (read once: another thread may add tokens meanwhile)
         if allowed_special is None and disallowed_special is None \
                 and self.special_tokens_in_text == "match":
-            return self._added, frozenset()
+            return vocab, frozenset()
         # Built once per vocabulary: a .model file can have hundreds of control pieces.
-        specials = self._added.special_contents
+        specials = vocab.special_contents
         if allowed_special is None and disallowed_special is None:
             allowed: Set[str] = set()
             disallowed: Set[str] = specials
@@ -211,12 +211,13 @@ class Tokenizer:
             else:
                 disallowed = set(disallowed_special)
         if allowed == specials:
-            return self._added, disallowed
+            return vocab, disallowed
         key = frozenset(allowed)
-        if key not in self._restricted:
-            self._restricted[key] = AddedVocabulary(
-                [t for t in self._added.tokens if not t.special or t.content in allowed])
-        return self._restricted[key], disallowed
+        restricted = vocab.restricted.get(key)
+        if restricted is None:
+            restricted = vocab.restricted[key] = AddedVocabulary(
+                [t for t in vocab.tokens if not t.special or t.content in allowed])
+        return restricted, disallowed
 
     def _encode_text(self, text: str, added: AddedVocabulary | None = None,
                      dropout: tuple[float, int] | None = None) -> Encoding:
@@ -379,6 +380,7 @@ class Tokenizer:
         refuse_one_text(inputs, "inputs", "a list of strings or of (text, pair) tuples", "encode")
         drop = self._dropout(dropout, seed)
         truncation = truncation or self.truncation
+        padding = padding or self.padding  # (read with truncation, before any encoding)
         items = [_batch_item(item, i) for i, item in enumerate(inputs)]
         special = (allowed_special, disallowed_special)
         out = self._encode_batch_natively(items, add_special_tokens, truncation, num_threads,
@@ -391,7 +393,6 @@ class Tokenizer:
                 out.append(self._encode(text, pair, add_special_tokens, truncation, None,
                                         *special, dropout=drop[0] if drop else None,
                                         seed=_mix_seed(drop[1], i) if drop else None))
-        padding = padding or self.padding
         if padding is not None and out:
             longest = max(len(e) for e in out)
             out = [padding.pad(e, longest) for e in out]

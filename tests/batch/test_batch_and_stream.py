@@ -603,3 +603,26 @@ def test_str_subclasses_encode_as_their_text(cl100k):
         assert cl100k.encode_ordinary_batch([value, text], num_threads=2) == [expected] * 2
         assert cl100k.count_tokens([value]) == [len(expected)]
         assert cl100k.encode(value).ids == expected
+
+
+def test_tokens_added_after_a_call_are_found_by_every_call(shared_data):
+    # The added tokens less the disallowed special ones were kept by allowed set on the
+    # tokenizer and never made again: tokens added after a first encode went unseen.
+    tok = tokenmill.load("cl100k_base", path=shared_data / "tokenizers" / "tiktoken")
+    tok.encode("warm up")
+    tok.encode("x<|endoftext|>", allowed_special={"<|endoftext|>"})
+    tok.add_tokens(["zzqx"])
+    new = tok.token_to_id("zzqx")
+    assert new == 100277
+    assert tok.encode("zzqx").ids == [new]
+    assert tok.encode("zzqx<|endoftext|>", allowed_special={"<|endoftext|>"}).ids == \
+        [new, 100257]
+    tok.add_tokens(["qwxyzk"])
+    assert tok.encode_ordinary("qwxyzk zzqx") == [100278, 220, new]
+    assert tok.count_tokens(["qwxyzk zzqx"]) == [3]
+    bert = tokenmill.load(shared_data / "tokenizers" / "bert-base-uncased" / "vocab.txt")
+    assert bert.count_tokens(["zzqx"]) == [4]  # z ##z ##q ##x
+    bert.add_tokens(["zzqx"])
+    assert bert.count_tokens(["zzqx"]) == [1]
+    assert bert.encode_batch_np(["a zzqx"])["ids"].tolist() == \
+        [bert.token_to_id("a"), bert.token_to_id("zzqx")]
