@@ -206,6 +206,10 @@ class Replace(ReplaceFields, Decoder):
 # "<0xHH>": one byte. subtle: Hugging Face parses the two characters with Rust's
 # u8::from_str_radix, which also takes a plus sign, so "<0x+4>" is byte 4 there too.
 _BYTE_TOKEN = regex.compile(r"<0x([0-9A-Fa-f]{2}|\+[0-9A-Fa-f])>")
+# The usual spellings of the byte tokens, and the text of the ASCII ones (a run of one ASCII
+# byte is that character under every reading of a run).
+_BYTE_VALUES = {f"<0x{b:{case}}>": b for b in range(256) for case in ("02X", "02x")}
+_ASCII_BYTES = {token: chr(b) for token, b in _BYTE_VALUES.items() if b < 0x80}
 
 
 @register("decoder", "ByteFallback")
@@ -243,19 +247,33 @@ class ByteFallback(Decoder):
         decode_run = _decode_per_byte if self.per_byte else _decode_run
         if _RAW_BYTES.get():
             decode_run = _decode_raw_run
+        # The byte tokens' places first (a scan in a comprehension, most tokens answered by a
+        # dict), then the tokens between them taken by slices: a loop over every token was
+        # half of a long decode.
+        values = _BYTE_VALUES
+        fullmatch = _BYTE_TOKEN.fullmatch
+        places = [k for k, token in enumerate(tokens) if token in values
+                  or (len(token) == 6 and fullmatch(token) is not None)]
+        if not places:
+            return tokens
         out: list[str] = []
-        run = bytearray()
-        for token in tokens:
-            match = _BYTE_TOKEN.fullmatch(token) if len(token) == 6 else None
-            if match is not None:
-                run.append(int(match[1], 16))
-                continue
-            if run:
-                out += decode_run(run)
-                run = bytearray()
-            out.append(token)
-        if run:
-            out += decode_run(run)
+        done = 0  # tokens before this one are in out
+        k = 0
+        while k < len(places):
+            start = end = places[k]
+            while k + 1 < len(places) and places[k + 1] == end + 1:
+                k += 1
+                end += 1
+            out += tokens[done:start]
+            if start == end and tokens[start] in _ASCII_BYTES:  # (a newline, most often)
+                out.append(_ASCII_BYTES[tokens[start]])
+            else:
+                # ("<0xHH>", or "<0x+H>": int takes the sign, as Rust's from_str_radix does)
+                out += decode_run(bytearray(int(tokens[j][3:5], 16)
+                                            for j in range(start, end + 1)))
+            done = end + 1
+            k += 1
+        out += tokens[done:]
         return out
 
 

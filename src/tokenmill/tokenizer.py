@@ -568,12 +568,20 @@ class Tokenizer:
 
     def _tokens_of(self, ids: Sequence[int], skip_special_tokens: bool) -> list[str]:
         """The token strings of ``ids`` for the decoder (special ones left out if asked)."""
-        tokens: list[str] = []
+        plain = self._plain_ids(ids)
+        lookup = self.model.vocab_tokens()
+        if lookup is not None and self._added.by_id.keys().isdisjoint(plain):
+            # No added token among them: the vocabulary's dict, read in one map (a call an id
+            # through id_to_token was over half of a long decode); a hole falls through.
+            tokens = list(map(lookup.get, plain))
+            if None not in tokens:
+                return cast(list[str], tokens)
+        tokens = []
         special = self._added.special_ids
         # (After a kept token: a leading one must not take the dummy prefix's strip. Asked at
         # the first such token: walking the decoder chain was a third of a short decode.)
         mark_skipped: bool | None = None
-        for position, i in enumerate(self._plain_ids(ids)):
+        for position, i in enumerate(plain):
             if skip_special_tokens and i in special:
                 if tokens:
                     if mark_skipped is None:

@@ -15,6 +15,11 @@ class VocabLookups:
     def id_to_token(self, id: int) -> str | None:
         return self._id_to_token.get(id)
 
+    def vocab_tokens(self) -> dict[int, str] | None:
+        """The id -> token dict that :meth:`id_to_token` reads, for lookups in bulk; None
+        for a model whose id_to_token reads something else."""
+        return self._id_to_token if type(self).id_to_token is VocabLookups.id_to_token else None
+
     def get_vocab(self) -> dict[str, int]:
         return dict(self.vocab)
 
