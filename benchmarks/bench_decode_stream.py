@@ -1,5 +1,8 @@
-"""The streaming decoder, one id at a time, tokenmill vs Hugging Face ``tokenizers``'
-``DecodeStream``: the same ids, one run, the ratio printed.
+"""Decoding the tokenizers that are not byte-level: the streaming decoder, one id at a time,
+tokenmill vs Hugging Face ``tokenizers``' ``DecodeStream``, and ``decode`` of all the ids at once
+vs ``tokenizers`` (tokenizer.json) and ``sentencepiece`` (Mistral's tokenizer.model), on 1 MB
+of each text: the same
+ids, one run, the ratios printed. (bench_serve.py has the byte-level ones against tiktoken.)
 
     python benchmarks/bench_decode_stream.py --repeats 5
 
@@ -8,8 +11,9 @@ returns the text it completes (or None). The ids are ``tokenizers``' own encodin
 (tinyshakespeare) and Chinese (hongloumeng) text, about ``--ids`` of each, under GPT-2's
 (byte-level), Mistral 7B v0.3's (Metaspace with byte fallback) and all-MiniLM-L6-v2's (BERT
 WordPiece) tokenizer.json. Both streams' pieces must join to the same text as decoding the ids
-at once (checked before timing). The engines alternate within a run (ABBA over the repeats); the
-figures are medians, in microseconds an id.
+at once (checked before timing); so must both decodes. The engines alternate within a run (ABBA
+over the repeats); the figures are medians, in microseconds an id for streams and milliseconds
+for the decodes at once.
 """
 
 from __future__ import annotations
@@ -21,7 +25,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from bench_bpe import DEFAULT_DATA, read_lines
+from bench_bpe import DEFAULT_DATA, head, read_lines
 
 FILES = {"GPT-2": "gpt2/tokenizer.json", "Mistral 7B v0.3": "mistral-7b-v0.3/tokenizer.json",
          "MiniLM (BERT)": "all-MiniLM-L6-v2/tokenizer.json"}
@@ -92,7 +96,41 @@ def main() -> int:
                     times[engine].append(timed(run, tok, ids))
             a, b = (statistics.median(times[e]) for e in ("tokenmill", "tokenizers"))
             print(f"| {name} | {text} | {len(ids):,} | {a:.2f} | {b:.2f} | {b / a:.2f}x |")
+    print("\ndecode of the ids at once, milliseconds")
+    print("| tokenizer | text | ids | tokenmill | peer | peer / tokenmill |")
+    print("| --- | --- | --- | --- | --- | --- |")
+    for name, path, peer in decode_cases(args.data):
+        ours = tokenmill.load(args.data / "tokenizers" / path)
+        for text, source in TEXTS.items():
+            lines = head(read_lines(args.data / "text" / source), 1_000_000)  # (1 MB)
+            ids = ours.encode("\n".join(lines), add_special_tokens=False).ids
+            if ours.decode(ids) != peer(ids):
+                print(f"{name}, {text}: decode's text differs from the peer's", file=sys.stderr)
+                return 1
+            times = {"tokenmill": [], "peer": []}
+            for r in range(args.repeats):
+                for engine in ("tokenmill", "peer") if r % 2 == 0 else ("peer", "tokenmill"):
+                    run = ours.decode if engine == "tokenmill" else peer
+                    start = time.perf_counter()
+                    run(ids)
+                    times[engine].append((time.perf_counter() - start) * 1e3)
+            a, b = (statistics.median(times[e]) for e in ("tokenmill", "peer"))
+            print(f"| {name} | {text} | {len(ids):,} | {a:.1f} | {b:.1f} | {b / a:.2f}x |")
     return 0
+
+
+def decode_cases(data: Path) -> list[tuple[str, str, Any]]:
+    """(row name, tokenizer file, the peer's decode of a list of ids) for decode at once."""
+    import sentencepiece
+    import tokenizers
+
+    root = data / "tokenizers"
+    json_file = "mistral-7b-v0.3/tokenizer.json"
+    hf = tokenizers.Tokenizer.from_file(str(root / json_file))
+    model_file = "mistral-7b-v0.3/tokenizer.model"
+    sp = sentencepiece.SentencePieceProcessor(model_file=str(root / model_file))
+    return [("Mistral 7B v0.3 json vs tokenizers", json_file, hf.decode),
+            ("Mistral 7B v0.3 .model vs sentencepiece", model_file, sp.decode)]
 
 
 if __name__ == "__main__":
