@@ -188,6 +188,8 @@ class Replace(ReplaceFields, Decoder):
 
     def decode_chain(self, tokens: list[str]) -> list[str]:
         if not self.regex and self.pattern:
+            if len(tokens) > 1 and self.pattern not in "\0".join(tokens):
+                return tokens  # (one search in C for many tokens holding none: "<unk>")
             return [token.replace(self.pattern, self.content) for token in tokens]
         return [self._replace(token) for token in tokens]
 
@@ -256,6 +258,11 @@ class ByteFallback(Decoder):
                   or (len(token) == 6 and fullmatch(token) is not None)]
         if not places:
             return tokens
+        ascii_bytes = _ASCII_BYTES
+        if all(tokens[k] in ascii_bytes for k in places) and \
+                all(b - a > 1 for a, b in zip(places, places[1:])):
+            # Each a run of one ASCII byte (newlines between words): its character, in place.
+            return [ascii_bytes.get(token, token) for token in tokens]
         out: list[str] = []
         done = 0  # tokens before this one are in out
         k = 0
@@ -265,8 +272,8 @@ class ByteFallback(Decoder):
                 k += 1
                 end += 1
             out += tokens[done:start]
-            if start == end and tokens[start] in _ASCII_BYTES:  # (a newline, most often)
-                out.append(_ASCII_BYTES[tokens[start]])
+            if start == end and tokens[start] in ascii_bytes:  # (a newline, most often)
+                out.append(ascii_bytes[tokens[start]])
             else:
                 # ("<0xHH>", or "<0x+H>": int takes the sign, as Rust's from_str_radix does)
                 out += decode_run(bytearray(int(tokens[j][3:5], 16)
@@ -406,6 +413,43 @@ class Metaspace(MetaspaceFields, Decoder):
         return out
 
 
+# The characters of byte tokens ("<0x0A>", "<0x+4>"): a Replace whose pattern and content hold
+# none of them cannot make or unmake one.
+_BYTE_TOKEN_CHARS = frozenset("<>0123456789abcdefABCDEFx+")
+
+
+def _deferred_replaces(decoders: tuple[Decoder, ...]) -> tuple[Decoder, ...]:
+    """``decoders`` with each Replace of one literal character (SentencePiece's "▁" -> " ")
+    moved to just after the Fuse that follows it, where it replaces in one string instead of
+    in every token, when the text cannot tell: between the two stand only ByteFallback and
+    literal Replaces, and the moved one's characters are none of a byte token's, none of the
+    others' patterns and not in their contents, and its content is not empty (so neither
+    makes or unmakes the other's matches or a byte token). Replacing one character commutes
+    with joining."""
+    order = list(decoders)
+    k = 0
+    while k < len(order):
+        moved = order[k]
+        fuse = next((j for j in range(k + 1, len(order)) if isinstance(order[j], Fuse)), None)
+        if isinstance(moved, Replace) and not moved.regex and len(moved.pattern) == 1 \
+                and fuse is not None and all(
+                    _commutes(moved, other) for other in order[k + 1:fuse]):
+            order.insert(fuse, order.pop(k))
+            continue  # (the decoder now at k is the next one)
+        k += 1
+    return tuple(order)
+
+
+def _commutes(moved: Replace, other: Decoder) -> bool:
+    mine = set(moved.pattern) | set(moved.content)
+    if not moved.content or mine & _BYTE_TOKEN_CHARS:
+        return False  # (deleting a character could leave a byte token: "<0x▁41>")
+    if isinstance(other, ByteFallback):
+        return True
+    return isinstance(other, Replace) and not other.regex and bool(other.pattern) and \
+        not mine & set(other.pattern) and moved.pattern not in other.content
+
+
 @register("decoder", "Sequence")
 @dataclass(frozen=True, init=False)
 class Sequence(Decoder):
@@ -416,12 +460,14 @@ class Sequence(Decoder):
     """
 
     decoders: tuple[Decoder, ...]
+    _order: tuple[Decoder, ...] = dataclass_field(init=False, repr=False, compare=False)
 
     def __init__(self, decoders: list[Decoder] | tuple[Decoder, ...]) -> None:
         object.__setattr__(self, "decoders", tuple(decoders))
+        object.__setattr__(self, "_order", _deferred_replaces(self.decoders))
 
     def decode_chain(self, tokens: list[str]) -> list[str]:
-        for decoder in self.decoders:
+        for decoder in self._order:  # (the decoders, in an order that gives the same text)
             tokens = decoder.decode_chain(tokens)
         return tokens
 
