@@ -70,7 +70,7 @@ def chain_has(decoder: Decoder | None, kind: type[Decoder]) -> bool:
 
 def is_byte_token(token: str) -> bool:
     """Whether ``token`` is a byte token ``<0xNN>`` of ByteFallback."""
-    return len(token) == 6 and _BYTE_TOKEN.fullmatch(token) is not None
+    return token in _BYTE_VALUES
 
 
 class Decoder(ABC):
@@ -208,9 +208,12 @@ class Replace(ReplaceFields, Decoder):
 # "<0xHH>": one byte. subtle: Hugging Face parses the two characters with Rust's
 # u8::from_str_radix, which also takes a plus sign, so "<0x+4>" is byte 4 there too.
 _BYTE_TOKEN = regex.compile(r"<0x([0-9A-Fa-f]{2}|\+[0-9A-Fa-f])>")
-# The usual spellings of the byte tokens, and the text of the ASCII ones (a run of one ASCII
-# byte is that character under every reading of a run).
-_BYTE_VALUES = {f"<0x{b:{case}}>": b for b in range(256) for case in ("02X", "02x")}
+# Every spelling _BYTE_TOKEN takes (506: either case of each hex digit, and the signed ones),
+# with its byte, so that a dict answers for a token; and the text of the ASCII ones (a run of
+# one ASCII byte is that character under every reading of a run).
+_HEX = "0123456789abcdefABCDEF"
+_BYTE_VALUES = {f"<0x{digits}>": int(digits, 16)
+                for digits in [a + b for a in _HEX for b in _HEX] + ["+" + a for a in _HEX]}
 _ASCII_BYTES = {token: chr(b) for token, b in _BYTE_VALUES.items() if b < 0x80}
 
 
@@ -249,13 +252,11 @@ class ByteFallback(Decoder):
         decode_run = _decode_per_byte if self.per_byte else _decode_run
         if _RAW_BYTES.get():
             decode_run = _decode_raw_run
-        # The byte tokens' places first (a scan in a comprehension, most tokens answered by a
+        # The byte tokens' places first (a scan in a comprehension, each token answered by a
         # dict), then the tokens between them taken by slices: a loop over every token was
         # half of a long decode.
         values = _BYTE_VALUES
-        fullmatch = _BYTE_TOKEN.fullmatch
-        places = [k for k, token in enumerate(tokens) if token in values
-                  or (len(token) == 6 and fullmatch(token) is not None)]
+        places = [k for k, token in enumerate(tokens) if token in values]
         if not places:
             return tokens
         ascii_bytes = _ASCII_BYTES
@@ -275,9 +276,7 @@ class ByteFallback(Decoder):
             if start == end and tokens[start] in ascii_bytes:  # (a newline, most often)
                 out.append(ascii_bytes[tokens[start]])
             else:
-                # ("<0xHH>", or "<0x+H>": int takes the sign, as Rust's from_str_radix does)
-                out += decode_run(bytearray(int(tokens[j][3:5], 16)
-                                            for j in range(start, end + 1)))
+                out += decode_run(bytearray(map(values.__getitem__, tokens[start:end + 1])))
             done = end + 1
             k += 1
         out += tokens[done:]
@@ -300,6 +299,10 @@ def _decode_per_byte(run: bytearray) -> list[str]:
     first byte; a byte that starts no valid character (a stray continuation byte, a character
     cut short, overlong, a surrogate, past U+10FFFF) is one U+FFFD, and reading goes on at the
     next byte."""
+    try:
+        return [run.decode("utf-8")]  # (valid UTF-8 reads the same a character at a time)
+    except UnicodeDecodeError:
+        pass
     out: list[str] = []
     at = 0
     while at < len(run):

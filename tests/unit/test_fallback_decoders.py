@@ -176,3 +176,20 @@ def test_malformed_dicts_name_the_field(data: object, path: str) -> None:
     with pytest.raises(FormatError) as caught:
         _registry.build("decoder", data, "x")
     assert str(caught.value).startswith(path + ":")
+
+
+def test_the_byte_spellings_are_those_the_pattern_takes():
+    # ByteFallback answers "is this a byte token, and which byte" from a dict of spellings;
+    # it must hold exactly what the pattern (Hugging Face's reading) takes.
+    import itertools
+
+    from tokenmill.decoders import _BYTE_TOKEN, _BYTE_VALUES
+
+    chars = "0123456789abcdefABCDEFgG+-x "
+    taken = {}
+    for a, b in itertools.product(chars, repeat=2):
+        for token in (f"<0x{a}{b}>", f"<0x{a}>"):
+            match = _BYTE_TOKEN.fullmatch(token)
+            if match is not None:
+                taken[token] = int(match[1], 16)
+    assert taken == _BYTE_VALUES and len(taken) == 506
