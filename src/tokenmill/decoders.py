@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import functools
 from abc import ABC, abstractmethod
+from collections.abc import Iterator
 from contextvars import ContextVar
 from dataclasses import KW_ONLY, dataclass
 from dataclasses import field as dataclass_field
@@ -48,24 +49,25 @@ def decode_raw(decoder: Decoder, tokens: list[str]) -> bytes:
     return text.encode("utf-8", errors="surrogateescape")
 
 
+def chain_of(decoder: Decoder | None) -> Iterator[Decoder]:
+    """The decoders ``decoder`` runs: itself, or those of a Sequence, nested ones included."""
+    if isinstance(decoder, Sequence):
+        for d in decoder.decoders:
+            yield from chain_of(d)
+    elif decoder is not None:
+        yield decoder
+
+
 def skips_end_byte_runs(decoder: Decoder | None) -> bool:
     """Whether a special token that decoding leaves out still ends a run of byte tokens, as a
     control piece does in sentencepiece's decoding (a ``.model``'s per-byte ByteFallback):
     the caller then passes an empty token in its place."""
-    if isinstance(decoder, ByteFallback):
-        return decoder.per_byte
-    if isinstance(decoder, Sequence):
-        return any(skips_end_byte_runs(d) for d in decoder.decoders)
-    return False
+    return any(isinstance(d, ByteFallback) and d.per_byte for d in chain_of(decoder))
 
 
 def chain_has(decoder: Decoder | None, kind: type[Decoder]) -> bool:
     """Whether ``decoder`` is a ``kind`` or a Sequence holding one."""
-    if isinstance(decoder, kind):
-        return True
-    if isinstance(decoder, Sequence):
-        return any(chain_has(d, kind) for d in decoder.decoders)
-    return False
+    return any(isinstance(d, kind) for d in chain_of(decoder))
 
 
 def is_byte_token(token: str) -> bool:

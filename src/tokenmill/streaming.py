@@ -77,23 +77,25 @@ class DecodeStream:
 
     def step(self, id: int) -> str | None:
         """Add one id; the text it completes, or None while a character is still cut (or a
-        run of byte tokens ``<0xNN>`` goes on). An id the tokenizer
-        does not have raises InputError and is not kept: the stream goes on with the next."""
+        run of byte tokens ``<0xNN>`` goes on). An id the tokenizer does not have raises
+        InputError and is not kept: the stream goes on with the next."""
         if self._bytes and type(id) is int and (data := self._bytes_of.get(id)) is not None:
             return self._utf8.decode(data) or None  # (an id met before: checked then)
-        return self._step(self._checked(id, "decode_stream"))
+        return self._step(*self._checked(id, "decode_stream"))
 
-    def _checked(self, id: Any, where: str) -> int:
+    def _checked(self, id: Any, where: str) -> tuple[int, str]:
+        """The id and its token; InputError naming ``where`` if it is no id of the tokenizer."""
         try:
             i = operator.index(id)
         except TypeError:
             i = -1  # (no id: named below)
-        if self._tok.id_to_token(i) is None:
+        token = self._tok.id_to_token(i)
+        if token is None:
             raise InputError(f"{where}: {id!r} is not an id of this tokenizer "
                              f"(vocabulary size {self._tok.get_vocab_size()})")
-        return i
+        return i, token
 
-    def _step(self, i: int) -> str | None:
+    def _step(self, i: int, token: str) -> str | None:
         if self._bytes:
             data = self._bytes_of.get(i)
             if data is None:
@@ -106,7 +108,7 @@ class DecodeStream:
                 self._ids.append(i)
             return None
         self._ids.append(i)
-        if self._byte_runs and is_byte_token(self._tok.id_to_token(i) or ""):
+        if self._byte_runs and is_byte_token(token):
             return None  # (settled when the run ends)
         before, after = self._window_texts()
         if len(after) <= len(before) or (self._cut_characters and after.endswith(_REPLACEMENT)):
@@ -158,8 +160,8 @@ class DecodeStream:
             return self._pieces(checked)
         return self._pieces(self._checked(id, f"ids[{k}]") for k, id in enumerate(ids))
 
-    def _pieces(self, ids: Iterable[int]) -> Iterator[str]:
-        for i in ids:
-            text = self._step(i)
+    def _pieces(self, ids: Iterable[tuple[int, str]]) -> Iterator[str]:
+        for i, token in ids:
+            text = self._step(i, token)
             if text is not None:
                 yield text
