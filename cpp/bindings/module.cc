@@ -26,6 +26,7 @@
 #include "tokenmill/bpe.h"
 #include "tokenmill/bpe_trainer.h"
 #include "tokenmill/count.h"
+#include "tokenmill/decode_table.h"
 #include "tokenmill/encode.h"
 #include "tokenmill/error.h"
 #include "tokenmill/pretokenize.h"
@@ -468,6 +469,64 @@ nb::object decode_model_text(const BPEModel& model, nb::handle ids_seq, nb::hand
       PyUnicode_DecodeUTF8(out.data(), static_cast<Py_ssize_t>(out.size()), "replace");
   if (text == nullptr) throw nb::python_error();
   return nb::steal(text);
+}
+
+// A DecodeTable from the Python side's flat arrays: `text`, the bytes of every entry's text
+// one after another; `ends`, native uint32, where each entry's text ends in it (the entries of
+// ids 0..n-1, then their first entries); `byte_values`, native int16, one an entry (see
+// DecodeEntry); `special`, one byte an id.
+void make_decode_table(tokenmill::DecodeTable* self, nb::bytes text, nb::bytes ends,
+                       nb::bytes byte_values, nb::bytes special) {
+  const std::size_t n = special.size();
+  if (ends.size() != 2 * n * sizeof(uint32_t) || byte_values.size() != 2 * n * sizeof(int16_t)) {
+    throw nb::value_error("a decode table's arrays disagree on the number of ids");
+  }
+  std::vector<tokenmill::DecodeEntry> entries(n), first(n);
+  const auto* e_bytes = static_cast<const char*>(ends.data());
+  const auto* b_bytes = static_cast<const char*>(byte_values.data());
+  const auto* s_bytes = static_cast<const unsigned char*>(static_cast<const void*>(special.c_str()));
+  uint32_t begin = 0;
+  for (std::size_t k = 0; k < 2 * n; ++k) {
+    tokenmill::DecodeEntry& e = k < n ? entries[k] : first[k - n];
+    e.begin = begin;
+    std::memcpy(&e.end, e_bytes + 4 * k, 4);
+    std::memcpy(&e.byte, b_bytes + 2 * k, 2);
+    e.special = s_bytes[k % n] != 0;
+    begin = e.end;
+  }
+  try {
+    new (self) tokenmill::DecodeTable(std::string(text.c_str(), text.size()),
+                                      std::move(entries), std::move(first));
+  } catch (const std::invalid_argument& e) {
+    throw nb::value_error(e.what());
+  }
+}
+
+// The text of ids through a DecodeTable (as str, or as bytes when `text` is false), or None
+// at an id the table does not hold (the caller takes the general path, which names it).
+nb::object decode_through_table(const tokenmill::DecodeTable& table, nb::handle ids_seq,
+                                bool skip_special, bool special_ends_runs, int runs, bool text) {
+  if (runs < 0 || runs > 2) throw nb::value_error("runs must be 0, 1 or 2");
+  std::vector<uint32_t> ids;
+  if (!read_ids(ids_seq, ids)) {
+    throw nb::type_error("ids must be a sequence of ints in [0, 2**32)");
+  }
+  std::string out;
+  std::size_t done = 0;
+  {
+    std::optional<nb::gil_scoped_release> release;
+    if (ids.size() > kDecodeReleaseGilAbove) release.emplace();
+    out.reserve(ids.size() * 4);
+    done = table.decode(ids.data(), ids.size(), skip_special, special_ends_runs,
+                        static_cast<tokenmill::ByteRuns>(runs), out);
+  }
+  if (done != ids.size()) return nb::none();
+  if (!text) return nb::bytes(out.data(), out.size());
+  // (Valid UTF-8 unless a byte run is raw, which only bytes are asked for.)
+  PyObject* decoded =
+      PyUnicode_DecodeUTF8(out.data(), static_cast<Py_ssize_t>(out.size()), "replace");
+  if (decoded == nullptr) throw nb::python_error();
+  return nb::steal(decoded);
 }
 
 // values -> array('I') (4-byte unsigned on every platform CPython supports), one copy.
@@ -1140,6 +1199,12 @@ NB_MODULE(_core, m) {
   m.def("encode_ids_flat", &encode_ids_flat, "model"_a, "pattern"_a, "texts"_a, "threads"_a,
         "narrow"_a, "separator"_a = nb::none());
   m.def("count_tokens", &count_tokens, "model"_a, "pattern"_a, "texts"_a, "threads"_a);
+
+  nb::class_<tokenmill::DecodeTable>(m, "DecodeTable")
+      .def("__init__", &make_decode_table, "text"_a, "ends"_a, "byte_values"_a, "special"_a)
+      .def("decode", &decode_through_table, "ids"_a, "skip_special"_a, "special_ends_runs"_a,
+           "runs"_a, "text"_a)
+      .def("__len__", &tokenmill::DecodeTable::size);
 
   nb::class_<tokenmill::PieceCounter>(m, "PieceCounter")
       .def(

@@ -365,6 +365,9 @@ class Strip(Decoder):
     def decode_chain(self, tokens: list[str]) -> list[str]:
         if self.first_only:
             return [self._strip(tokens[0]), *tokens[1:]] if tokens else []
+        c = self.content
+        if self.start == 1 and self.stop == 0:  # (the common one, over a vocabulary at once)
+            return [token[1:] if token[:1] == c else token for token in tokens]
         return [self._strip(token) for token in tokens]
 
     def _strip(self, token: str) -> str:

@@ -32,6 +32,7 @@ from tokenmill.pre_tokenizers import native_counting
 from tokenmill.truncation import combine, truncate
 
 if TYPE_CHECKING:
+    from tokenmill.decode_table import TableDecoder
     from tokenmill.streaming import DecodeStream
 
 Special = Literal["all"] | Set[str] | Sequence[str]
@@ -88,6 +89,8 @@ class Tokenizer:
         self.special_tokens_in_text = special_tokens_in_text
         self._native_for: tuple[Any, ...] = ()
         self._native: tuple[Any, int] | None = None
+        # (model, decoder, added tokens, their TableDecoder or None): see _table_decoder.
+        self._table: tuple[Any, ...] = ()
 
     # -- vocabulary ------------------------------------------------------------------------
 
@@ -526,6 +529,22 @@ class Tokenizer:
         except TypeError:  # not a sequence of 32-bit ids
             return None
 
+    def _table_decoder(self) -> TableDecoder | None:
+        """The TableDecoder of this model, decoder and added tokens (made at the first decode
+        after any of them changes), or None if the decoder has no table plan."""
+        model, decoder, added = self.model, self.decoder, self._added
+        cached = self._table  # (read once: another thread may replace it)
+        if cached and cached[0] is model and cached[1] is decoder and cached[2] is added:
+            return cast("TableDecoder | None", cached[3])
+        if isinstance(decoder, ByteLevelDecoder):
+            table = None
+        else:
+            from tokenmill.decode_table import table_decoder
+
+            table = table_decoder(model, decoder, added)
+        self._table = (model, decoder, added, table)
+        return table
+
     def _not_an_id(self, position: int, i: object) -> InputError:
         return InputError(f"ids[{position}]: {i!r} is not an id of this tokenizer "
                           f"(vocabulary size {self.get_vocab_size()})")
@@ -549,6 +568,11 @@ class Tokenizer:
         text = self._native_decode(ids, skip_special_tokens, text=True)
         if text is not None:
             return cast(str, text)
+        table = self._table_decoder()
+        if table is not None:
+            text = table.decode(ids, skip_special_tokens)
+            if text is not None:
+                return text
         tokens = self._tokens_of(ids, skip_special_tokens)
         if self.decoder is None:
             return " ".join(tokens)
@@ -561,6 +585,11 @@ class Tokenizer:
         data = self._native_decode(ids, skip_special_tokens, text=False)
         if data is not None:
             return cast(bytes, data)
+        table = self._table_decoder()
+        if table is not None:
+            data = table.decode_bytes(ids, skip_special_tokens)
+            if data is not None:
+                return data
         tokens = self._tokens_of(ids, skip_special_tokens)
         if self.decoder is None:
             return " ".join(tokens).encode("utf-8")

@@ -1,0 +1,170 @@
+"""The decode table (tokenmill.decode_table): SentencePiece-style chains decoded natively must
+give what the chain gives, run in Python over the tokens, for every chain of its shape."""
+
+from __future__ import annotations
+
+import random
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from tokenmill import BPE, AddedToken, Tokenizer, load
+from tokenmill import decoders as d
+from tokenmill._core import DecodeTable
+from tokenmill.bert import WordPieceDecoder
+from tokenmill.decode_table import plan_of
+from tokenmill.decoders import decode_raw
+from tokenmill.errors import InputError
+
+# A vocabulary with what the runs and steps can trip on: byte tokens (valid sequences, stray
+# continuations, a lead byte cut short, overlong, surrogate and past-U+10FFFF forms), marks,
+# spaces, an empty-looking token, and a hole at id 5.
+BYTES = [0x41, 0x0A, 0xE4, 0xB8, 0xAD, 0xC3, 0xA9, 0xFF, 0x80, 0xC0, 0xED, 0xA0, 0xF4, 0x90,
+         0xF0, 0x9F, 0x98, 0x80, 0xE0, 0x20]
+PLAIN = ["▁", "a▁", "▁▁b", " c", "c ", "▁<0x41>", "<0x▁41>", "x", "é", "日本", "<unk>",
+         "<0xZZ>", "<0x+4>", "▁▁", "  "]
+TOKENS = ["▁a", *(f"<0x{b:02X}>" for b in BYTES), *PLAIN]  # ("▁a" at 0: see the first entries)
+VOCAB = {t: i + (i >= 5) for i, t in enumerate(TOKENS)}  # (no id 5)
+ADDED = [AddedToken("<s>", 100), AddedToken("</s>", 101),
+         AddedToken("▁new", 102, special=False), AddedToken("<0x42>", 103, special=False),
+         AddedToken("<ctl>", 104)]
+IDS = [*VOCAB.values(), *(t.id for t in ADDED)]
+
+
+def tokenizer(decoder: d.Decoder) -> Tokenizer:
+    return Tokenizer(BPE(dict(VOCAB), []), decoder=decoder, added_tokens=ADDED)
+
+
+def reference(tok: Tokenizer, ids: list[int], skip: bool, raw: bool) -> str | bytes:
+    """The chain run in Python over the tokens: what decode gave before the table."""
+    tokens = tok._tokens_of(ids, skip)
+    return decode_raw(tok.decoder, tokens) if raw else tok.decoder.decode(tokens)
+
+
+def outcome(call) -> object:
+    try:
+        return call()
+    except InputError as e:
+        return ("error", str(e))
+
+
+MARKS = "▁ a<"
+step = st.one_of(
+    st.builds(d.Replace, st.text(MARKS + "x0", min_size=1, max_size=2),
+              st.text(MARKS, max_size=2)),
+    st.builds(lambda p, c: d.Replace(p, c, regex=True),
+              st.sampled_from(["▁+", "^ ", "a*", "<0x(..)>", " $"]), st.text(MARKS, max_size=2)),
+    st.builds(lambda c, a, b, f: d.Strip(c, a, b, first_only=f),
+              st.sampled_from(" ▁a"), st.integers(0, 2), st.integers(0, 2), st.booleans()),
+    st.builds(lambda r, s: d.Metaspace(r, prepend_scheme=s),
+              st.sampled_from("▁a"), st.sampled_from(["always", "first", "never"])))
+
+
+@st.composite
+def chains(draw) -> d.Decoder:
+    built: list[d.Decoder] = draw(st.lists(step, max_size=3))
+    fallback = draw(st.sampled_from([None, False, True]))
+    if fallback is not None:
+        built.append(d.ByteFallback(per_byte=fallback))
+    if draw(st.booleans()):
+        built.append(d.Fuse())
+        built += draw(st.lists(step, max_size=2))
+    if len(built) == 1 and draw(st.booleans()):
+        return built[0]
+    return d.Sequence(built)
+
+
+@settings(max_examples=600)
+@given(chains(), st.lists(st.sampled_from(IDS + [5, 999]), max_size=12), st.booleans())
+def test_a_table_decodes_as_the_chain(decoder, ids, skip):
+    tok = tokenizer(decoder)
+    assert plan_of(decoder) is not None
+    assert outcome(lambda: tok.decode(ids, skip_special_tokens=skip)) == \
+        outcome(lambda: reference(tok, ids, skip, False))
+    assert outcome(lambda: tok.decode_bytes(ids, skip_special_tokens=skip)) == \
+        outcome(lambda: reference(tok, ids, skip, True))
+    # The table answered, but where the empty token that stands for a skipped special one
+    # makes text (an empty match's Replace before a per-byte ByteFallback).
+    plan = plan_of(decoder)
+    empty_makes_text = plan.byte_fallback is not None and plan.byte_fallback.per_byte and \
+        d.Sequence(list(plan.each)).decode_chain(["", ""])[1] != ""
+    assert (tok._table[3] is None) == empty_makes_text
+
+
+@pytest.mark.parametrize("name", ["mistral-7b-v0.3/tokenizer.model",
+                                  "mistral-7b-v0.3/tokenizer.json",
+                                  "mistral-7b-v0.1/tokenizer.model",
+                                  "albert-spiece-fixture/spiece.model"])
+def test_real_models_decode_random_ids_as_their_chains(shared_data, name):
+    tok = load(shared_data / "tokenizers" / name)
+    assert plan_of(tok.decoder) is not None
+    size = tok.get_vocab_size()
+    rng = random.Random(name)
+    # Byte tokens often, in runs (the hard part), special ones among them.
+    byte_ids = [tok.token_to_id(f"<0x{b:02X}>") for b in range(256)]
+    byte_ids = [i for i in byte_ids if i is not None] or [0]
+    for _ in range(400):
+        ids = [rng.choice(byte_ids) if rng.random() < 0.5 else rng.randrange(size)
+               for _ in range(rng.randrange(30))]
+        for skip in (True, False):
+            assert tok.decode(ids, skip_special_tokens=skip) == reference(tok, ids, skip, False)
+            assert tok.decode_bytes(ids, skip_special_tokens=skip) == \
+                reference(tok, ids, skip, True)
+    assert tok._table[3] is not None
+
+
+def test_the_table_follows_added_tokens_and_a_new_decoder():
+    tok = tokenizer(d.Sequence([d.Replace("▁", " "), d.ByteFallback(), d.Fuse(),
+                                d.Strip(" ", 1, 0)]))
+    a = VOCAB["▁a"]
+    assert tok.decode([a, a]) == "a a"
+    tok.add_tokens(["▁zz"])
+    new = tok.token_to_id("▁zz")
+    assert tok.decode([a, new]) == "a zz"
+    tok.decoder = d.Metaspace()
+    assert tok.decode([a, new]) == "a zz"
+    tok.decoder = d.Sequence([d.Replace("▁", "_"), d.Fuse()])
+    assert tok.decode([a, new]) == "_a_zz"
+
+
+def test_bad_ids_are_named_as_before():
+    tok = tokenizer(d.Sequence([d.Replace("▁", " "), d.ByteFallback(), d.Fuse()]))
+    with pytest.raises(InputError, match=r"ids\[1\]: 5 is not an id"):
+        tok.decode([0, 5])
+    with pytest.raises(InputError, match=r"ids\[2\]: 'x' is not an id"):
+        tok.decode([0, 1, "x"])  # type: ignore[list-item]
+    with pytest.raises(InputError, match=r"ids\[0\]: -1 is not an id"):
+        tok.decode([-1])
+    assert tok.decode(iter([VOCAB["<0x41>"], 0])) == "A a"  # (any iterable, as before)
+
+
+def test_only_chains_of_the_shape_have_a_plan():
+    assert plan_of(None) is None
+    assert plan_of(d.ByteLevel()) is None
+    assert plan_of(WordPieceDecoder()) is None
+    assert plan_of(d.BPEDecoder()) is None
+    assert plan_of(d.Sequence([d.ByteFallback(), d.Replace("▁", " "), d.Fuse()])) is None
+    assert plan_of(d.Sequence([d.Replace("▁", " "), d.ByteFallback(), d.ByteFallback()])) is None
+    plan = plan_of(d.Sequence([d.Strip("▁", 1, 0, first_only=True), d.Metaspace(),
+                               d.ByteFallback(per_byte=True), d.Fuse(), d.Strip(" ", 1, 0)]))
+    assert plan is not None
+    assert plan.first == (d.Strip("▁", 1, 0), d.Replace("▁", ""))
+    assert plan.after == (d.Strip(" ", 1, 0),)
+
+
+def test_the_core_refuses_tables_that_do_not_hold_together():
+    with pytest.raises(ValueError, match="disagree"):
+        DecodeTable(b"ab", b"\x01\x00\x00\x00", b"\xff\xff" * 2, b"\x00")
+    ends = (1).to_bytes(4, "little") + (9).to_bytes(4, "little")
+    with pytest.raises(ValueError, match="out of bounds"):
+        DecodeTable(b"ab", ends, b"\xff\xff" * 2, b"\x00")
+    with pytest.raises(ValueError, match="out of bounds"):
+        DecodeTable(b"ab", (1).to_bytes(4, "little") * 2, (300).to_bytes(2, "little") * 2,
+                    b"\x00")
+    table = DecodeTable(b"ab", (1).to_bytes(4, "little") + (2).to_bytes(4, "little"),
+                        b"\xff\xff" * 2, b"\x00")
+    assert table.decode([0, 0], True, False, 0, True) == "ba"  # (first entry, then the other)
+    assert table.decode([0, 1], True, False, 0, True) is None
+    with pytest.raises(ValueError, match="runs"):
+        table.decode([0], True, False, 3, True)
