@@ -101,6 +101,13 @@ class TableDecoder:
         self._runs = _RUNS_PER_BYTE if per_byte else _RUNS_WHOLE
         # (A skipped special token is an empty token to such a chain: it ends a byte run.)
         self._ends_runs = per_byte
+        # After the fuse, most often one Strip(" ", 1, 0) (a tokenizer.json's dummy prefix):
+        # the character it takes, tested inline (a call of the chain was most of a short
+        # decode's time, which a stream makes at every id).
+        after = plan.after
+        lead = after[0] if len(after) == 1 and isinstance(after[0], Strip) else None
+        self._lead = lead.content if lead is not None and (lead.start, lead.stop) == (1, 0) \
+            else None
 
     def decode(self, ids: Sequence[int], skip_special_tokens: bool) -> str | None:
         """The text of ``ids``, or None where an id is not one of the tokenizer's or not an
@@ -112,6 +119,8 @@ class TableDecoder:
             return None
         if text is None or not self.plan.after:
             return text
+        if self._lead is not None:
+            return text[1:] if text[:1] == self._lead else text
         return "".join(_run(self.plan.after, [text]))
 
     def decode_bytes(self, ids: Sequence[int], skip_special_tokens: bool) -> bytes | None:

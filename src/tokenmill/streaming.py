@@ -61,6 +61,7 @@ class DecodeStream:
         self._bytes = type(decoder) is ByteLevel  # (its text is its bytes' UTF-8)
         self._utf8 = codecs.getincrementaldecoder("utf-8")("replace")
         self._bytes_of: dict[int, bytes] = {}  # (ids met so far)
+        self._token_of: dict[int, str] = {}  # (the same, their tokens)
         self._special = tokenizer._added.special_ids if skip_special_tokens else frozenset()
         # A skipped special token still ends a run of byte tokens (sentencepiece's decoding):
         # kept, once for a row of them.
@@ -71,16 +72,26 @@ class DecodeStream:
         self._prefix = 0  # the window: ids from this one on (those before it are done)
         self._read = 0    # ids before this one have been released
         self._before: str | None = None  # the text of ids[prefix:read], once decoded
+        # A SentencePiece-style chain's table, called straight (decode's dispatch was a third
+        # of a step); tokens added to the tokenizer later are not in it: decode takes those.
+        self._table = None if self._bytes else tokenizer._table_decoder()
 
     def _decode(self, ids: list[int]) -> str:
+        if self._table is not None:
+            text = self._table.decode(ids, self._skip)
+            if text is not None:
+                return text
         return self._tok.decode(ids, skip_special_tokens=self._skip)
 
     def step(self, id: int) -> str | None:
         """Add one id; the text it completes, or None while a character is still cut (or a
         run of byte tokens ``<0xNN>`` goes on). An id the tokenizer does not have raises
         InputError and is not kept: the stream goes on with the next."""
-        if self._bytes and type(id) is int and (data := self._bytes_of.get(id)) is not None:
-            return self._utf8.decode(data) or None  # (an id met before: checked then)
+        if type(id) is int:  # (an id met before: checked then)
+            if self._bytes and (data := self._bytes_of.get(id)) is not None:
+                return self._utf8.decode(data) or None
+            if (token := self._token_of.get(id)) is not None:
+                return self._step(id, token)
         return self._step(*self._checked(id, "decode_stream"))
 
     def _checked(self, id: Any, where: str) -> tuple[int, str]:
@@ -93,6 +104,7 @@ class DecodeStream:
         if token is None:
             raise InputError(f"{where}: {id!r} is not an id of this tokenizer "
                              f"(vocabulary size {self._tok.get_vocab_size()})")
+        self._token_of[i] = token
         return i, token
 
     def _step(self, i: int, token: str) -> str | None:

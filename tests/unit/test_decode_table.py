@@ -168,3 +168,15 @@ def test_the_core_refuses_tables_that_do_not_hold_together():
     assert table.decode([0, 1], True, False, 0, True) is None
     with pytest.raises(ValueError, match="runs"):
         table.decode([0], True, False, 3, True)
+
+
+def test_a_stream_takes_tokens_added_after_it_began():
+    tok = tokenizer(d.Sequence([d.Replace("▁", " "), d.ByteFallback(), d.Fuse(),
+                                d.Strip(" ", 1, 0)]))
+    stream = tok.decode_stream()
+    a = VOCAB["▁a"]
+    assert stream.step(a) == "a"
+    tok.add_tokens(["▁zz"])
+    new = tok.token_to_id("▁zz")
+    assert "".join(p for p in (stream.step(new), stream.step(a), stream.flush()) if p) == " zz a"
+    assert tok.decode([a, new, a]) == "a zz a"
