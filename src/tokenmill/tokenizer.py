@@ -703,11 +703,23 @@ class Tokenizer:
 
         return hf_json.load(path)
 
+    def __reduce__(self) -> tuple[Any, tuple[str, str]]:
+        """Pickled as its tokenizer.json and the one setting that file has no field for, as
+        Hugging Face's and tiktoken's tokenizers pickle: for process pools and data loaders
+        that start their workers by spawning (macOS, Windows)."""
+        return _unpickled, (self.to_str(), self.special_tokens_in_text)
+
     def fingerprint(self) -> str:
         """sha256 of the canonical content: equal fingerprints, equal behaviour."""
         canonical = json.dumps(self.to_dict(), ensure_ascii=False, sort_keys=True,
                                separators=(",", ":"))
         return hashlib.sha256(canonical.encode("utf-8")).hexdigest()
+
+
+def _unpickled(text: str, special_tokens_in_text: Literal["match", "error"]) -> Tokenizer:
+    tok = Tokenizer.from_str(text, "pickled tokenizer")
+    tok.special_tokens_in_text = special_tokens_in_text
+    return tok
 
 
 # Texts handed to the core per call: large enough to keep its threads busy, small enough that
