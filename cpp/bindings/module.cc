@@ -399,6 +399,73 @@ inline bool kept_id(PyObject* item, uint32_t& id) {
 }
 #endif
 
+// The ids of a one-dimensional, contiguous array of integers that exports a buffer (numpy's,
+// array.array), read in place: 1 if every item is in [0, 2^32), 0 if one is not, -1 if the
+// object is no such array (the caller converts it item by item: a numpy array's items one by
+// one cost 60 ns each, most of decoding a model's output).
+const bool kLittleEndianHost = [] {
+  const uint16_t one = 1;
+  unsigned char first = 0;
+  std::memcpy(&first, &one, 1);
+  return first == 1;
+}();
+
+int read_buffer_ids(PyObject* o, std::vector<uint32_t>& out) {
+  Py_buffer view;
+  if (PyObject_GetBuffer(o, &view, PyBUF_FORMAT | PyBUF_C_CONTIGUOUS) != 0) {
+    PyErr_Clear();
+    return -1;
+  }
+  const char* format = view.format != nullptr ? view.format : "B";
+  if (*format == '@' || *format == '=' || (*format == '<' && kLittleEndianHost)) ++format;
+  const char kind = format[0];
+  const bool is_signed = kind == 'b' || kind == 'h' || kind == 'i' || kind == 'l' ||
+                         kind == 'q' || kind == 'n';
+  const bool is_unsigned = kind == 'B' || kind == 'H' || kind == 'I' || kind == 'L' ||
+                           kind == 'Q' || kind == 'N';
+  const std::size_t size = static_cast<std::size_t>(view.itemsize);
+  if (view.ndim != 1 || format[1] != '\0' || !(is_signed || is_unsigned) ||
+      (size != 1 && size != 2 && size != 4 && size != 8) ||
+      static_cast<std::size_t>(view.len) % size != 0) {
+    PyBuffer_Release(&view);
+    return -1;
+  }
+  const std::size_t n = static_cast<std::size_t>(view.len) / size;
+  const auto* bytes = static_cast<const unsigned char*>(view.buf);
+  out.resize(n);
+  int result = 1;
+  for (std::size_t k = 0; k < n; ++k) {
+    int64_t value = 0;
+    const unsigned char* at = bytes + k * size;
+    if (size == 1) {
+      value = is_signed ? int64_t{static_cast<int8_t>(at[0])} : int64_t{at[0]};
+    } else if (size == 2) {
+      uint16_t v;
+      std::memcpy(&v, at, 2);
+      value = is_signed ? int64_t{static_cast<int16_t>(v)} : int64_t{v};
+    } else if (size == 4) {
+      uint32_t v;
+      std::memcpy(&v, at, 4);
+      value = is_signed ? int64_t{static_cast<int32_t>(v)} : int64_t{v};
+    } else {
+      uint64_t v;
+      std::memcpy(&v, at, 8);
+      if (!is_signed && v > 0xFFFFFFFFull) {
+        result = 0;
+        break;
+      }
+      value = static_cast<int64_t>(v);
+    }
+    if (value < 0 || value > 0xFFFFFFFFLL) {
+      result = 0;
+      break;
+    }
+    out[k] = static_cast<uint32_t>(value);
+  }
+  PyBuffer_Release(&view);
+  return result;
+}
+
 // A sequence of ids as 32-bit values: a list or tuple of ints read in place (the common case:
 // what the encoders return), anything else through nanobind's conversion. False if an item is
 // not an int in [0, 2^32) (the callers raise TypeError, as a failed conversion of the
@@ -423,6 +490,10 @@ bool read_ids(nb::handle seq, std::vector<uint32_t>& out) {
       id = static_cast<uint32_t>(x);
     }
     if (i == n) return true;  // else an int subclass or another kind of number: converted below
+  }
+  if (PyObject_CheckBuffer(o)) {
+    const int read = read_buffer_ids(o, out);
+    if (read >= 0) return read == 1;
   }
   std::vector<uint32_t> converted;
   if (!nb::try_cast(seq, converted)) return false;

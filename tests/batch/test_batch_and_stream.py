@@ -461,6 +461,39 @@ def test_numpy_ids_decode_on_every_path(cl100k, shared_data):
         bert.decode([np.int64(7592), np.int64(2088), np.int64(-3)])
 
 
+def test_arrays_of_ids_decode_read_in_place(cl100k, shared_data):
+    # A one-dimensional array of integers that exports a buffer (numpy's, array.array) is read
+    # by the core in place, whatever its width and sign; any other (big-endian, strided, bool,
+    # float, two-dimensional) goes through the conversion item by item. Both paths give the
+    # same text and name the same bad id, for the byte-level core and for the decode table.
+    import array
+
+    mistral = tokenmill.load(shared_data / "tokenizers" / "mistral-7b-v0.3" / "tokenizer.json")
+    text = "Arrays of ids: 中文, emoji 🙂 and\n\tindentation " * 4
+    for tok in (cl100k, mistral):
+        ids = tok.encode(text, add_special_tokens=False).ids
+        expected, raw = tok.decode(ids), tok.decode_bytes(ids)
+        narrow = [np.uint32, np.int64, np.int32, np.uint64, ">u4", "<i8"]
+        if max(ids) < 1 << 16:
+            narrow += [np.uint16, np.int16 if max(ids) < 1 << 15 else np.int32]
+        for seq in ([np.array(ids, dtype=t) for t in narrow] +
+                    [array.array("I", ids), array.array("q", ids),
+                     memoryview(array.array("l", ids)), np.repeat(np.array(ids), 2)[::2]]):
+            assert tok.decode(seq) == expected
+            assert tok.decode_bytes(seq) == raw
+        for bad, shown in ((-1, "-1"), (2**40, str(2**40)), (2**32, str(2**32))):
+            for seq in (np.array([ids[0], bad, ids[1]], dtype=np.int64),
+                        array.array("q", [ids[0], bad, ids[1]])):
+                with pytest.raises(tokenmill.InputError, match=rf"^ids\[1\]: {shown} is not"):
+                    tok.decode(seq)
+        huge = np.array([ids[0], 2**63 + 5], dtype=np.uint64)
+        with pytest.raises(tokenmill.InputError, match=r"^ids\[1\]: .* is not an id"):
+            tok.decode(huge)
+        with pytest.raises(tokenmill.InputError, match=r"^ids\[0\]: .* is not an id"):
+            tok.decode(np.array([1.0, 2.0]))
+    assert cl100k.decode(array.array("B", [71, 72])) == cl100k.decode([71, 72]) == "hi"
+
+
 def test_a_bad_id_does_not_break_the_stream(cl100k):
     # The bad id is named and left out; the ids after it decode as if it had not come.
     stream = cl100k.decode_stream()
