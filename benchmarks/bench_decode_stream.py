@@ -1,8 +1,9 @@
 """Decoding the tokenizers that are not byte-level: the streaming decoder, one id at a time,
 tokenmill vs Hugging Face ``tokenizers``' ``DecodeStream``, and ``decode`` of all the ids at once
 vs ``tokenizers`` (tokenizer.json) and ``sentencepiece`` (Mistral's tokenizer.model), on 1 MB
-of each text: the same
-ids, one run, the ratios printed. (bench_serve.py has the byte-level ones against tiktoken.)
+of each text: the same ids, one run, the ratios printed; and decode of the ids as a numpy array
+(a model's output), which the peers take as a list (``tolist`` timed with them). (bench_serve.py
+has the byte-level ones against tiktoken.)
 
     python benchmarks/bench_decode_stream.py --repeats 5
 
@@ -70,6 +71,7 @@ def main() -> int:
     args = parser.parse_args()
     from importlib.metadata import version
 
+    import numpy
     import tokenizers
 
     import tokenmill
@@ -116,6 +118,24 @@ def main() -> int:
                     times[engine].append((time.perf_counter() - start) * 1e3)
             a, b = (statistics.median(times[e]) for e in ("tokenmill", "peer"))
             print(f"| {name} | {text} | {len(ids):,} | {a:.1f} | {b:.1f} | {b / a:.2f}x |")
+            # A model's output as a numpy array: ours decodes it as it is, the peer's takes a
+            # list (tolist, timed with it).
+            array = numpy.array(ids, dtype=numpy.uint32)
+            if ours.decode(array) != peer(array.tolist()):
+                print(f"{name}, {text}: decode's text of an array differs", file=sys.stderr)
+                return 1
+            times = {"tokenmill": [], "peer": []}
+            for r in range(args.repeats):
+                for engine in ("tokenmill", "peer") if r % 2 == 0 else ("peer", "tokenmill"):
+                    start = time.perf_counter()
+                    if engine == "tokenmill":
+                        ours.decode(array)
+                    else:
+                        peer(array.tolist())
+                    times[engine].append((time.perf_counter() - start) * 1e3)
+            a, b = (statistics.median(times[e]) for e in ("tokenmill", "peer"))
+            print(f"| {name}, a uint32 array | {text} | {len(ids):,} | {a:.1f} | {b:.1f} | "
+                  f"{b / a:.2f}x |")
     return 0
 
 
