@@ -1,16 +1,17 @@
-"""Decoding SentencePiece-style tokenizers through a table of each id's text.
+"""Decoding SentencePiece-style and WordPiece tokenizers through a table of each id's text.
 
 The decoders of a SentencePiece model (a ``.model``, or a tokenizer.json with Metaspace or
 Replace "▁" and ByteFallback) change each token alone, then read runs of byte tokens, then fuse
-the tokens. Running that chain in Python cost about 0.3 µs a token on every call. Here the
+the tokens; WordPiece's changes each token alone (a space or the "##" off, the cleanup) and
+joins them. Running such a chain in Python cost about 0.3 µs a token on every call. Here the
 per-token steps run once over the vocabulary, as every token is changed anywhere but first
-and as the first token given to the chain is (a dummy prefix's strip), and the native
-``DecodeTable`` makes the text of ids in one pass: their texts joined, byte runs read as the
-chain's ByteFallback reads them, skipped special tokens left out. Steps after the fuse run on
-the one string, as the chain would run them.
+and as the first token given to the chain is (a dummy prefix's strip, no space before it), and
+the native ``DecodeTable`` makes the text of ids in one pass: their texts joined, byte runs read
+as the chain's ByteFallback reads them, skipped special tokens left out. Steps after the fuse
+run on the one string, as the chain would run them.
 
-A chain of any other shape (ByteLevel, WordPiece, CTC, ...) has no plan; ``plan_of`` says None
-and the caller runs the chain.
+A chain of any other shape (ByteLevel, CTC, BPEDecoder's suffix, ...) has no plan; ``plan_of``
+says None and the caller runs the chain.
 """
 
 from __future__ import annotations
@@ -24,6 +25,7 @@ from typing import Any, cast
 
 from tokenmill._core import DecodeTable
 from tokenmill.added_tokens import AddedVocabulary
+from tokenmill.bert import WordPieceDecoder
 from tokenmill.decoders import (
     _BYTE_VALUES,
     _RAW_BYTES,
@@ -36,7 +38,8 @@ from tokenmill.decoders import (
     chain_of,
 )
 
-_PER_TOKEN = (Replace, Strip, Metaspace)
+# The decoders that change each token alone (the first one in their own way).
+_PER_TOKEN = (Replace, Strip, Metaspace, WordPieceDecoder)
 
 # How DecodeTable reads a run of byte tokens (its ByteRuns).
 _RUNS_WHOLE, _RUNS_PER_BYTE, _RUNS_RAW = 0, 1, 2
@@ -53,12 +56,26 @@ class Plan:
     after: tuple[Decoder, ...]
 
 
+@dataclass(frozen=True)
+class AsFirst(Decoder):
+    """Changes every token as ``inner`` changes the first token it is given (a token at a
+    time: for the decoders without a faster twin, WordPiece's)."""
+
+    inner: Decoder
+
+    def decode_chain(self, tokens: list[str]) -> list[str]:
+        inner = self.inner.decode_chain
+        return [inner([token])[0] for token in tokens]
+
+
 def _as_first(d: Decoder) -> Decoder:
     """A decoder that changes every token as ``d`` changes the first token it is given."""
     if isinstance(d, Strip) and d.first_only:
         return dataclasses.replace(d, first_only=False)
     if isinstance(d, Metaspace) and d.prepend_scheme != "never":
         return Replace(d.replacement, "")
+    if isinstance(d, WordPieceDecoder):
+        return AsFirst(d)
     return d
 
 

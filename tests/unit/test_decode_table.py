@@ -23,7 +23,7 @@ from tokenmill.errors import InputError
 BYTES = [0x41, 0x0A, 0xE4, 0xB8, 0xAD, 0xC3, 0xA9, 0xFF, 0x80, 0xC0, 0xED, 0xA0, 0xF4, 0x90,
          0xF0, 0x9F, 0x98, 0x80, 0xE0, 0x20]
 PLAIN = ["▁", "a▁", "▁▁b", " c", "c ", "▁<0x41>", "<0x▁41>", "x", "é", "日本", "<unk>",
-         "<0xZZ>", "<0x+4>", "▁▁", "  "]
+         "<0xZZ>", "<0x+4>", "▁▁", "  ", "##s", "##", ".", "'", "n't", "do", "not", "'s", "<"]
 TOKENS = ["▁a", *(f"<0x{b:02X}>" for b in BYTES), *PLAIN]  # ("▁a" at 0: see the first entries)
 VOCAB = {t: i + (i >= 5) for i, t in enumerate(TOKENS)}  # (no id 5)
 ADDED = [AddedToken("<s>", 100), AddedToken("</s>", 101),
@@ -58,7 +58,9 @@ step = st.one_of(
     st.builds(lambda c, a, b, f: d.Strip(c, a, b, first_only=f),
               st.sampled_from(" ▁a"), st.integers(0, 2), st.integers(0, 2), st.booleans()),
     st.builds(lambda r, s: d.Metaspace(r, prepend_scheme=s),
-              st.sampled_from("▁a"), st.sampled_from(["always", "first", "never"])))
+              st.sampled_from("▁a"), st.sampled_from(["always", "first", "never"])),
+    st.builds(lambda p, c: WordPieceDecoder(prefix=p, cleanup=c),
+              st.sampled_from(["##", "▁", "<"]), st.booleans()))
 
 
 @st.composite
@@ -95,7 +97,9 @@ def test_a_table_decodes_as_the_chain(decoder, ids, skip):
 @pytest.mark.parametrize("name", ["mistral-7b-v0.3/tokenizer.model",
                                   "mistral-7b-v0.3/tokenizer.json",
                                   "mistral-7b-v0.1/tokenizer.model",
-                                  "albert-spiece-fixture/spiece.model"])
+                                  "albert-spiece-fixture/spiece.model",
+                                  "all-MiniLM-L6-v2/tokenizer.json",
+                                  "bert-base-uncased/vocab.txt"])
 def test_real_models_decode_random_ids_as_their_chains(shared_data, name):
     tok = load(shared_data / "tokenizers" / name)
     assert plan_of(tok.decoder) is not None
@@ -142,7 +146,7 @@ def test_bad_ids_are_named_as_before():
 def test_only_chains_of_the_shape_have_a_plan():
     assert plan_of(None) is None
     assert plan_of(d.ByteLevel()) is None
-    assert plan_of(WordPieceDecoder()) is None
+    assert plan_of(d.Sequence([WordPieceDecoder(), d.ByteLevel()])) is None
     assert plan_of(d.BPEDecoder()) is None
     assert plan_of(d.Sequence([d.ByteFallback(), d.Replace("▁", " "), d.Fuse()])) is None
     assert plan_of(d.Sequence([d.Replace("▁", " "), d.ByteFallback(), d.ByteFallback()])) is None
