@@ -1,9 +1,9 @@
 """Decoding the tokenizers that are not byte-level: the streaming decoder, one id at a time,
 tokenmill vs Hugging Face ``tokenizers``' ``DecodeStream``, and ``decode`` of all the ids at once
-vs ``tokenizers`` (tokenizer.json) and ``sentencepiece`` (Mistral's tokenizer.model), on 1 MB
-of each text: the same ids, one run, the ratios printed; and decode of the ids as a numpy array
-(a model's output), which the peers take as a list (``tolist`` timed with them). (bench_serve.py
-has the byte-level ones against tiktoken.)
+vs ``tokenizers`` (Mistral's and MiniLM's tokenizer.json) and ``sentencepiece`` (Mistral's
+tokenizer.model), on 1 MB of each text: the same ids, one run, the ratios printed; and decode of
+the ids as a numpy array (a model's output), which the peers take as a list (``tolist`` timed
+with them). (bench_serve.py has the byte-level ones against tiktoken.)
 
     python benchmarks/bench_decode_stream.py --repeats 5
 
@@ -103,6 +103,7 @@ def main() -> int:
     print("| --- | --- | --- | --- | --- | --- |")
     for name, path, peer in decode_cases(args.data):
         ours = tokenmill.load(args.data / "tokenizers" / path)
+        ours.truncation = ours.padding = None  # (MiniLM's file cuts at 128 and pads)
         for text, source in TEXTS.items():
             lines = head(read_lines(args.data / "text" / source), 1_000_000)  # (1 MB)
             ids = ours.encode("\n".join(lines), add_special_tokens=False).ids
@@ -149,8 +150,11 @@ def decode_cases(data: Path) -> list[tuple[str, str, Any]]:
     hf = tokenizers.Tokenizer.from_file(str(root / json_file))
     model_file = "mistral-7b-v0.3/tokenizer.model"
     sp = sentencepiece.SentencePieceProcessor(model_file=str(root / model_file))
+    bert_file = "all-MiniLM-L6-v2/tokenizer.json"
+    bert = tokenizers.Tokenizer.from_file(str(root / bert_file))
     return [("Mistral 7B v0.3 json vs tokenizers", json_file, hf.decode),
-            ("Mistral 7B v0.3 .model vs sentencepiece", model_file, sp.decode)]
+            ("Mistral 7B v0.3 .model vs sentencepiece", model_file, sp.decode),
+            ("MiniLM (BERT) json vs tokenizers", bert_file, bert.decode)]
 
 
 if __name__ == "__main__":
