@@ -111,13 +111,16 @@ def _run(decoders: tuple[Decoder, ...], tokens: list[str]) -> list[str]:
 class TableDecoder:
     """A tokenizer's DecodeTable and how to call it; build with :func:`table_decoder`."""
 
-    def __init__(self, plan: Plan, table: DecodeTable) -> None:
+    def __init__(self, plan: Plan, table: DecodeTable, parted_runs: bool) -> None:
+        """``parted_runs``: whether two runs of byte tokens can be parted by nothing, a token
+        whose text is empty or a skipped special token (the raw bytes then join them)."""
         self.plan = plan
         self.table = table
         per_byte = plan.byte_fallback is not None and plan.byte_fallback.per_byte
         self._runs = _RUNS_PER_BYTE if per_byte else _RUNS_WHOLE
         # (A skipped special token is an empty token to such a chain: it ends a byte run.)
         self._ends_runs = per_byte
+        self._parted_runs = parted_runs
         # After the fuse, most often one Strip(" ", 1, 0) (a tokenizer.json's dummy prefix):
         # the character it takes, tested inline (a call of the chain was most of a short
         # decode's time, which a stream makes at every id).
@@ -150,6 +153,12 @@ class TableDecoder:
             return None
         if data is None or not self.plan.after:
             return data
+        if self._lead is not None and self._lead.isascii():
+            # (An ASCII character is the same byte whether or not the raw runs beside it were
+            # joined; any other could be spelled by two runs that the chain reads apart.)
+            return data[1:] if data[:1] == self._lead.encode() else data
+        if self._parted_runs:
+            return None  # (the chain, which reads such runs apart)
         mark = _RAW_BYTES.set(True)
         try:
             text = "".join(_run(self.plan.after, [data.decode("utf-8", "surrogateescape")]))
@@ -195,5 +204,7 @@ def table_decoder(model: Any, decoder: Decoder | None,
             bytes_of[k] = bytes_of[k + size] = -2
     special_ids = added.special_ids
     special = bytes(i in special_ids for i in range(size))
-    return TableDecoder(plan, DecodeTable(b"".join(texts), ends.tobytes(), bytes_of.tobytes(),
-                                          special))
+    parted_runs = plan.byte_fallback is not None and (
+        plan.byte_fallback.per_byte or any(not t for t, b in zip(each, bytes_of) if b == -1))
+    table = DecodeTable(b"".join(texts), ends.tobytes(), bytes_of.tobytes(), special)
+    return TableDecoder(plan, table, parted_runs)

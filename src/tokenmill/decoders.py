@@ -429,11 +429,12 @@ _BYTE_TOKEN_CHARS = frozenset("<>0123456789abcdefABCDEFx+")
 def _deferred_replaces(decoders: tuple[Decoder, ...]) -> tuple[Decoder, ...]:
     """``decoders`` with each Replace of one literal character (SentencePiece's "▁" -> " ")
     moved to just after the Fuse that follows it, where it replaces in one string instead of
-    in every token, when the text cannot tell: between the two stand only ByteFallback and
-    literal Replaces, and the moved one's characters are none of a byte token's, none of the
-    others' patterns and not in their contents, and its content is not empty (so neither
-    makes or unmakes the other's matches or a byte token). Replacing one character commutes
-    with joining."""
+    in every token, when the text cannot tell: between the two stand only literal Replaces,
+    and the moved one's characters are none of a byte token's, none of the others' patterns
+    and not in their contents, and its content is not empty (so neither makes or unmakes the
+    other's matches or a byte token). Replacing one character commutes with joining. (Not
+    past ByteFallback: byte tokens may spell the character, "<0xE2><0x96><0x81>" a "▁" that
+    the Replace before it never saw; the decode table runs SentencePiece's chains.)"""
     order = list(decoders)
     k = 0
     while k < len(order):
@@ -452,8 +453,6 @@ def _commutes(moved: Replace, other: Decoder) -> bool:
     mine = set(moved.pattern) | set(moved.content)
     if not moved.content or mine & _BYTE_TOKEN_CHARS:
         return False  # (deleting a character could leave a byte token: "<0x▁41>")
-    if isinstance(other, ByteFallback):
-        return True
     return isinstance(other, Replace) and not other.regex and bool(other.pattern) and \
         not mine & set(other.pattern) and moved.pattern not in other.content
 

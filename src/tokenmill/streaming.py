@@ -57,24 +57,36 @@ class DecodeStream:
     def __init__(self, tokenizer: Tokenizer, *, skip_special_tokens: bool = True) -> None:
         self._tok = tokenizer
         self._skip = skip_special_tokens
-        decoder = tokenizer.decoder
-        self._bytes = type(decoder) is ByteLevel  # (its text is its bytes' UTF-8)
         self._utf8 = codecs.getincrementaldecoder("utf-8")("replace")
+        self._ids: list[int] = []
+        self._prefix = 0  # the window: ids from this one on (those before it are done)
+        self._read = 0    # ids before this one have been released
+        self._before: str | None = None  # the text of ids[prefix:read], once decoded
+        self._configure()
+
+    def _configure(self) -> None:
+        """What the stream reads from the tokenizer's model, decoder and added tokens, made
+        again whenever one of them changes (a decoder set, tokens added) between ids."""
+        tok = self._tok
+        decoder = tok.decoder
+        self._for = (tok.model, decoder, tok._added)
+        self._bytes = type(decoder) is ByteLevel  # (its text is its bytes' UTF-8)
         self._bytes_of: dict[int, bytes] = {}  # (ids met so far)
         self._token_of: dict[int, str] = {}  # (the same, their tokens)
-        self._special = tokenizer._added.special_ids if skip_special_tokens else frozenset()
+        self._special = tok._added.special_ids if self._skip else frozenset()
         # A skipped special token still ends a run of byte tokens (sentencepiece's decoding):
         # kept, once for a row of them.
         self._keep_skipped = skips_end_byte_runs(decoder)
         self._byte_runs = chain_has(decoder, ByteFallback)
         self._cut_characters = chain_has(decoder, ByteLevel)
-        self._ids: list[int] = []
-        self._prefix = 0  # the window: ids from this one on (those before it are done)
-        self._read = 0    # ids before this one have been released
-        self._before: str | None = None  # the text of ids[prefix:read], once decoded
-        # A SentencePiece-style chain's table, called straight (decode's dispatch was a third
-        # of a step); tokens added to the tokenizer later are not in it: decode takes those.
-        self._table = None if self._bytes else tokenizer._table_decoder()
+        # A table decoder's, called straight (decode's dispatch was a third of a step).
+        self._table = None if self._bytes else tok._table_decoder()
+
+    def _check_tokenizer(self) -> None:
+        tok, made_for = self._tok, self._for
+        if made_for[0] is not tok.model or made_for[1] is not tok.decoder or \
+                made_for[2] is not tok._added:
+            self._configure()
 
     def _decode(self, ids: list[int]) -> str:
         if self._table is not None:
@@ -87,6 +99,7 @@ class DecodeStream:
         """Add one id; the text it completes, or None while a character is still cut (or a
         run of byte tokens ``<0xNN>`` goes on). An id the tokenizer does not have raises
         InputError and is not kept: the stream goes on with the next."""
+        self._check_tokenizer()
         if type(id) is int:  # (an id met before: checked then)
             if self._bytes and (data := self._bytes_of.get(id)) is not None:
                 return self._utf8.decode(data) or None
@@ -132,6 +145,7 @@ class DecodeStream:
         ends in U+FFFD, a run of byte tokens), as :meth:`Tokenizer.decode` gives it; None if
         nothing is held. What a server sends once the model stops; ids given after it start
         a new text, as if decoded apart."""
+        self._check_tokenizer()
         if self._bytes:
             text = self._utf8.decode(b"", final=True)
             self._utf8.reset()
@@ -174,6 +188,7 @@ class DecodeStream:
 
     def _pieces(self, ids: Iterable[tuple[int, str]]) -> Iterator[str]:
         for i, token in ids:
+            self._check_tokenizer()
             text = self._step(i, token)
             if text is not None:
                 yield text

@@ -184,3 +184,38 @@ def test_a_stream_takes_tokens_added_after_it_began():
     new = tok.token_to_id("▁zz")
     assert "".join(p for p in (stream.step(new), stream.step(a), stream.flush()) if p) == " zz a"
     assert tok.decode([a, new, a]) == "a zz a"
+
+
+def test_raw_bytes_of_runs_parted_by_nothing_stay_apart_for_steps_after_the_fuse():
+    # Runs of byte tokens parted by a skipped special token (or a token whose text is empty)
+    # are read apart by the chain: "\xc3" and "\xa9" stay two bytes that are no character, and
+    # a step after the fuse sees them so; joined, they would be "é".
+    chain = d.Sequence([d.ByteFallback(per_byte=True), d.Fuse(),
+                        d.Replace("a?", "-", regex=True)])
+    tok = Tokenizer(BPE({"<0xC3>": 0, "<0xA9>": 1, "a": 2, "▁": 4}, []), decoder=chain,
+                    added_tokens=[AddedToken("<s>", 3)])
+    assert tok.decode_bytes([0, 3, 1], skip_special_tokens=True) == b"-\xc3-\xa9-"
+    assert tok.decode_bytes([0, 1], skip_special_tokens=True) == b"-\xc3\xa9-"
+    emptied = d.Sequence([d.Replace("▁", ""), d.ByteFallback(), d.Fuse(),
+                          d.Replace("a?", "-", regex=True)])
+    tok = Tokenizer(BPE({"<0xC3>": 0, "<0xA9>": 1, "a": 2, "▁": 4}, []), decoder=emptied)
+    assert tok.decode_bytes([0, 4, 1]) == b"-\xc3-\xa9-"
+    assert tok.decode([0, 4, 1]) == "-\ufffd-\ufffd-"
+
+
+def test_a_stream_follows_the_tokenizer_it_reads(shared_data):
+    tok = load(shared_data / "tokenizers" / "mistral-7b-v0.3" / "tokenizer.json")
+    ids = tok.encode("Hello world again", add_special_tokens=False).ids
+
+    def streamed(stream) -> str:
+        return "".join(p for p in [*(stream.step(i) for i in ids), stream.flush()] if p)
+
+    stream = tok.decode_stream()
+    tok.decoder = d.Sequence([d.Replace("▁", "_"), d.ByteFallback(), d.Fuse()])
+    assert streamed(stream) == tok.decode(ids) == "_Hello_world_again"
+    tok = load(shared_data / "tokenizers" / "mistral-7b-v0.3" / "tokenizer.json")
+    stream = tok.decode_stream()
+    assert stream.step(ids[0]) == "Hello"
+    tok.add_special_tokens(["▁world"])
+    rest = [stream.step(i) for i in ids[1:]] + [stream.flush()]
+    assert "Hello" + "".join(p for p in rest if p) == tok.decode(ids) == "Hello again"

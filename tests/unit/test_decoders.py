@@ -159,20 +159,23 @@ def test_malformed_dicts_name_the_field(data: object, path: str) -> None:
     assert str(caught.value).startswith(path + ":")
 
 
-def test_sentencepiece_chains_replace_the_mark_once_in_the_fused_text():
-    mistral = Sequence([decoders.Replace("▁", " "), decoders.ByteFallback(), decoders.Fuse(),
-                        decoders.Strip(" ", 1, 0)])
-    assert [type(d).__name__ for d in mistral._order] == \
-        ["ByteFallback", "Fuse", "Replace", "Strip"]
-    assert mistral.decode(["▁Hello", "<0x0A>", "▁wor", "ld", "<0xE4>", "<0xB8>", "<0xAD>"]) == \
-        "Hello\n world中"
+def test_a_one_character_replace_moves_after_the_fuse_where_the_text_cannot_tell():
+    chain = Sequence([decoders.Replace("▁", " "), decoders.Replace("<unk>", " ⁇ "),
+                      decoders.Fuse(), decoders.Strip(" ", 1, 0)])
+    assert [type(d).__name__ for d in chain._order] == ["Replace", "Fuse", "Replace", "Strip"]
+    assert chain._order[0].pattern == "<unk>"
+    assert chain.decode(["▁Hello", "<unk>", "▁wor", "ld"]) == "Hello ⁇  world"
     # Not moved where the text could tell: a Strip between, a content that deletes (it could
-    # leave a byte token: "<0x▁41>"), a character of a byte token, another Replace's pattern.
+    # leave a byte token: "<0x▁41>"), a character of a byte token, another Replace's pattern,
+    # ByteFallback (bytes may spell the character: "<0xE2><0x96><0x81>" is a "▁").
     for chain in ([decoders.Replace("▁", " "), decoders.Strip(" ", 1, 0), decoders.Fuse()],
                   [decoders.Replace("▁", ""), decoders.ByteFallback(), decoders.Fuse()],
                   [decoders.Replace("x", " "), decoders.ByteFallback(), decoders.Fuse()],
-                  [decoders.Replace("▁", " "), decoders.Replace(" a", "b"), decoders.Fuse()]):
+                  [decoders.Replace("▁", " "), decoders.Replace(" a", "b"), decoders.Fuse()],
+                  [decoders.Replace("▁", " "), decoders.ByteFallback(), decoders.Fuse()]):
         assert Sequence(chain)._order == tuple(chain)
+    mistral = Sequence([decoders.Replace("▁", " "), decoders.ByteFallback(), decoders.Fuse()])
+    assert mistral.decode(["▁a", "<0xE2>", "<0x96>", "<0x81>", "b"]) == " a▁b"
     assert Sequence([decoders.Replace("▁", ""), decoders.ByteFallback(),
                      decoders.Fuse()]).decode(["<0x▁41>"]) == "A"
 
@@ -189,7 +192,8 @@ CHAIN_CHARS = "▁ <>x0A4+ab"
     st.tuples(st.just("Strip"), st.sampled_from(" ▁a"), st.integers(0, 1), st.integers(0, 1),
               st.booleans())), min_size=1, max_size=5),
     st.lists(st.one_of(st.sampled_from(["<0x41>", "<0xE4>", "<0xB8>", "<0xAD>", "<0xFF>",
-                                        "<0x0A>", "<0x+4>", "<0x▁41>", "▁a", "a▁"]),
+                                        "<0x0A>", "<0x+4>", "<0x▁41>", "▁a", "a▁", "<0x20>",
+                                        "<0xE2>", "<0x96>", "<0x81>"]),
                        st.text(CHAIN_CHARS, max_size=4)), max_size=8))
 def test_a_chain_decodes_as_its_decoders_one_after_another(spec, tokens):
     built: list[decoders.Decoder] = []
