@@ -576,7 +576,8 @@ void make_decode_table(tokenmill::DecodeTable* self, nb::bytes text, nb::bytes e
 // The text of ids through a DecodeTable (as str, or as bytes when `text` is false), or None
 // at an id the table does not hold (the caller takes the general path, which names it).
 nb::object decode_through_table(const tokenmill::DecodeTable& table, nb::handle ids_seq,
-                                bool skip_special, bool special_ends_runs, int runs, bool text) {
+                                bool skip_special, bool special_ends_runs,
+                                bool first_while_empty, int runs, bool text) {
   if (runs < 0 || runs > 2) throw nb::value_error("runs must be 0, 1 or 2");
   std::vector<uint32_t> ids;
   if (!read_ids(ids_seq, ids)) {
@@ -589,7 +590,7 @@ nb::object decode_through_table(const tokenmill::DecodeTable& table, nb::handle 
     if (ids.size() > kDecodeReleaseGilAbove) release.emplace();
     out.reserve(ids.size() * 4);
     done = table.decode(ids.data(), ids.size(), skip_special, special_ends_runs,
-                        static_cast<tokenmill::ByteRuns>(runs), out);
+                        first_while_empty, static_cast<tokenmill::ByteRuns>(runs), out);
   }
   if (done != ids.size()) return nb::none();
   if (!text) return nb::bytes(out.data(), out.size());
@@ -1274,7 +1275,7 @@ NB_MODULE(_core, m) {
   nb::class_<tokenmill::DecodeTable>(m, "DecodeTable")
       .def("__init__", &make_decode_table, "text"_a, "ends"_a, "byte_values"_a, "special"_a)
       .def("decode", &decode_through_table, "ids"_a, "skip_special"_a, "special_ends_runs"_a,
-           "runs"_a, "text"_a)
+           "first_while_empty"_a, "runs"_a, "text"_a)
       .def("__len__", &tokenmill::DecodeTable::size);
 
   nb::class_<tokenmill::PieceCounter>(m, "PieceCounter")

@@ -95,9 +95,11 @@ DecodeTable::DecodeTable(std::string text, std::vector<DecodeEntry> entries,
 }
 
 std::size_t DecodeTable::decode(const uint32_t* ids, std::size_t n, bool skip_special,
-                                bool special_ends_runs, ByteRuns runs, std::string& out) const {
+                                bool special_ends_runs, bool first_while_empty, ByteRuns runs,
+                                std::string& out) const {
   std::string run;  // bytes of the byte tokens met since the last text
   bool first = true;
+  const std::size_t empty = out.size();  // (out may hold text before this call's)
   for (std::size_t k = 0; k < n; ++k) {
     const uint32_t id = ids[k];
     if (id >= entries_.size()) return k;
@@ -108,17 +110,18 @@ std::size_t DecodeTable::decode(const uint32_t* ids, std::size_t n, bool skip_sp
       continue;
     }
     const DecodeEntry& e = first ? first_entries_[id] : any;
-    first = false;
     if (e.byte >= 0) {
       if (runs == ByteRuns::kRaw) {
         out += static_cast<char>(e.byte);
       } else {
         run += static_cast<char>(e.byte);
       }
+      first = false;
       continue;
     }
     flush_run(run, runs, out);
     out.append(text_, e.begin, e.end - e.begin);
+    first = first_while_empty && out.size() == empty;
   }
   flush_run(run, runs, out);
   return n;

@@ -47,13 +47,15 @@ _RUNS_WHOLE, _RUNS_PER_BYTE, _RUNS_RAW = 0, 1, 2
 
 @dataclass(frozen=True)
 class Plan:
-    """A chain read as: ``each`` on every token (``first`` on the first one instead), then
+    """A chain read as: ``each`` on every token (``first`` on the first one instead, and on
+    each one after it while the text is empty if ``first_while_empty``), then
     ``byte_fallback`` if any, then a fuse, then ``after`` on the fused text."""
 
     each: tuple[Decoder, ...]
     first: tuple[Decoder, ...]
     byte_fallback: ByteFallback | None
     after: tuple[Decoder, ...]
+    first_while_empty: bool = False
 
 
 @dataclass(frozen=True)
@@ -71,7 +73,7 @@ class AsFirst(Decoder):
 def _as_first(d: Decoder) -> Decoder:
     """A decoder that changes every token as ``d`` changes the first token it is given."""
     if isinstance(d, Strip) and d.first_only:
-        return dataclasses.replace(d, first_only=False)
+        return dataclasses.replace(d, first_only=False, leading=False)
     if isinstance(d, Metaspace) and d.prepend_scheme != "never":
         return Replace(d.replacement, "")
     if isinstance(d, WordPieceDecoder):
@@ -98,8 +100,20 @@ def plan_of(decoder: Decoder | None) -> Plan | None:
         if not isinstance(chain[k], Fuse):
             return None
         k += 1
+    # A Strip of the leading tokens: the first one's treatment goes on while the text is
+    # empty, which holds only where nothing else treats the first token its own way.
+    # (The chain asks whether a token is empty once stripped, the table whether its text is:
+    # the steps after the Strip must keep a token empty or not, as literal Replaces that
+    # neither match nor make nothing do.)
+    leading = [d for d in each if isinstance(d, Strip) and d.leading]
+    if leading and (any(_as_first(d) != d for d in each if d not in leading) or any(
+            not (isinstance(d, Replace) and not d.regex and d.pattern and d.content)
+            for d in each[each.index(leading[0]) + 1:])):
+        return None
+    each = tuple(dataclasses.replace(d, leading=False) if d in leading else d for d in each)
     # (Without a fuse, decode joins the pieces: the same text.)
-    return Plan(each, tuple(map(_as_first, each)), byte_fallback, tuple(chain[k:]))
+    return Plan(each, tuple(map(_as_first, each)), byte_fallback, tuple(chain[k:]),
+                bool(leading))
 
 
 def _run(decoders: tuple[Decoder, ...], tokens: list[str]) -> list[str]:
@@ -121,6 +135,7 @@ class TableDecoder:
         # (A skipped special token is an empty token to such a chain: it ends a byte run.)
         self._ends_runs = per_byte
         self._parted_runs = parted_runs
+        self._leading = plan.first_while_empty
         # After the fuse, most often one Strip(" ", 1, 0) (a tokenizer.json's dummy prefix):
         # the character it takes, tested inline (a call of the chain was most of a short
         # decode's time, which a stream makes at every id).
@@ -133,8 +148,8 @@ class TableDecoder:
         """The text of ``ids``, or None where an id is not one of the tokenizer's or not an
         int (the caller's general path names it)."""
         try:
-            text = cast("str | None", self.table.decode(ids, skip_special_tokens,
-                                                        self._ends_runs, self._runs, True))
+            text = cast("str | None", self.table.decode(
+                ids, skip_special_tokens, self._ends_runs, self._leading, self._runs, True))
         except TypeError:
             return None
         if text is None or not self.plan.after:
@@ -147,8 +162,8 @@ class TableDecoder:
         """The bytes of ``ids``, byte tokens as they are (``decode_raw``'s), or None as
         :meth:`decode`."""
         try:
-            data = cast("bytes | None", self.table.decode(ids, skip_special_tokens,
-                                                          self._ends_runs, _RUNS_RAW, False))
+            data = cast("bytes | None", self.table.decode(
+                ids, skip_special_tokens, self._ends_runs, self._leading, _RUNS_RAW, False))
         except TypeError:
             return None
         if data is None or not self.plan.after:

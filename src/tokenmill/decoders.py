@@ -338,15 +338,19 @@ class Strip(Decoder):
     """Remove up to ``start`` copies of the character ``content`` from the start of every
     token and up to ``stop`` from its end; with ``first_only`` (a SentencePiece ``.model``'s
     dummy prefix, which sentencepiece takes off the first piece alone), of the first token
-    only.
+    only; with ``leading`` too, of each token from the first as long as the tokens before it
+    are all empty once stripped (a model that removes extra whitespace: sentencepiece then
+    takes "▁" off every piece until the text holds something).
 
     Where the two would overlap (``Strip("a", 1, 1)`` on "a") Hugging Face panics; the token
     becomes empty here.
 
     >>> Strip(" ", 1, 0).decode_chain(["  a ", " b"])
     [' a ', 'b']
-    >>> Strip("▁", 1, 0, first_only=True).decode_chain(["▁a", "▁b"])
-    ['a', '▁b']
+    >>> Strip("▁", 1, 0, first_only=True).decode_chain(["▁", "▁a", "▁b"])
+    ['', '▁a', '▁b']
+    >>> Strip("▁", 1, 0, first_only=True, leading=True).decode_chain(["▁", "▁a", "▁b"])
+    ['', 'a', '▁b']
     """
 
     content: str
@@ -354,6 +358,7 @@ class Strip(Decoder):
     stop: int
     _: KW_ONLY
     first_only: bool = False
+    leading: bool = False
 
     def __post_init__(self) -> None:
         if len(self.content) != 1:
@@ -361,8 +366,17 @@ class Strip(Decoder):
         if self.start < 0 or self.stop < 0:
             raise InputError(f"Strip start and stop must be >= 0, got {self.start}, "
                              f"{self.stop}")
+        if self.leading and not self.first_only:
+            raise InputError("Strip leading needs first_only")
 
     def decode_chain(self, tokens: list[str]) -> list[str]:
+        if self.leading:
+            out = list(tokens)
+            for k, token in enumerate(out):
+                out[k] = self._strip(token)
+                if out[k]:
+                    break
+            return out
         if self.first_only:
             return [self._strip(tokens[0]), *tokens[1:]] if tokens else []
         c = self.content
@@ -380,7 +394,8 @@ class Strip(Decoder):
 
     def to_dict(self) -> dict[str, Any]:
         return {"type": self.type_name, "content": self.content, "start": self.start,
-                "stop": self.stop, **({"first_only": True} if self.first_only else {})}
+                "stop": self.stop, **({"first_only": True} if self.first_only else {}),
+                **({"leading": True} if self.leading else {})}
 
     @classmethod
     def from_fields(cls, data: dict[str, Any], where: str) -> Self:
@@ -391,8 +406,11 @@ class Strip(Decoder):
         for name, value in (("start", start), ("stop", stop)):
             if value < 0:
                 raise FormatError(f"{where}.{name}: expected an integer >= 0, got {value}")
-        return cls(content, start, stop,
-                   first_only=field(data, "first_only", bool, where, False))
+        first_only = field(data, "first_only", bool, where, False)
+        leading = field(data, "leading", bool, where, False)
+        if leading and not first_only:
+            raise FormatError(f"{where}.leading: needs first_only")
+        return cls(content, start, stop, first_only=first_only, leading=leading)
 
 
 @register("decoder", "Metaspace")

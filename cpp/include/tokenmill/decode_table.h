@@ -36,10 +36,14 @@ class DecodeTable {
               std::vector<DecodeEntry> first_entries);
 
   // Appends the text of `ids` to `out`. A skipped special token ends a run of byte tokens when
-  // `special_ends_runs` (a control piece in sentencepiece). Returns n, or the position of the
-  // first id the table does not hold (out then holds a part).
+  // `special_ends_runs` (a control piece in sentencepiece). The first token kept takes its
+  // first entry, and so does each one after it while the text is empty if
+  // `first_while_empty` (sentencepiece's leading pieces when it removes extra whitespace).
+  // Returns n, or the position of the first id the table does not hold (out then holds a
+  // part).
   std::size_t decode(const uint32_t* ids, std::size_t n, bool skip_special,
-                     bool special_ends_runs, ByteRuns runs, std::string& out) const;
+                     bool special_ends_runs, bool first_while_empty, ByteRuns runs,
+                     std::string& out) const;
 
   std::size_t size() const { return entries_.size(); }
 

@@ -352,14 +352,17 @@ def from_proto(proto: ModelProto, source: str = "model") -> Tokenizer:
     else:
         raise FormatError(f"{source}: trainer_spec.model_type {proto.model_type} is not "
                           "supported (expected UNIGRAM or BPE)")
-    # As sentencepiece decodes: the dummy prefix dropped (a "▁" that starts the first piece:
-    # not the space of a byte piece <0x20>, nor of the unk surface), the unk piece as its
-    # surface (" ⁇ "), "▁" as a space, and bytes as their text (a byte that starts no valid
-    # character as U+FFFD, alone).
+    # As sentencepiece decodes: the dummy prefix dropped (a "▁" that starts the first piece, or
+    # each piece while the text is empty: not the space of a byte piece <0x20>, nor of the unk
+    # surface), the unk piece as its surface (" ⁇ "), "▁" as a space, and bytes as their text
+    # (a byte that starts no valid character as U+FFFD, alone).
     steps: list[Decoder] = [Replace(proto.pieces[unk_id][0], trainer["unk_surface"]),
                             Replace("▁", " "), ByteFallback(per_byte=True), Fuse()]
-    if norm["add_dummy_prefix"]:
-        steps.insert(0, Strip("▁", 1, 0, first_only=True))
+    if norm["add_dummy_prefix"] or norm["remove_extra_whitespaces"]:
+        # (Removing extra whitespace, sentencepiece takes "▁" off every piece until the text
+        # holds something: "▁", "▁the" is "the".)
+        steps.insert(0, Strip("▁", 1, 0, first_only=True,
+                              leading=norm["remove_extra_whitespaces"]))
     control = [AddedToken(p, i, special=True) for i, (p, _, kind) in enumerate(proto.pieces)
                if kind == CONTROL]
     return Tokenizer(model, normalizer=normalizer, decoder=DecoderSequence(steps),
