@@ -69,7 +69,7 @@ class DecodeStream:
         again whenever one of them changes (a decoder set, tokens added) between ids."""
         tok = self._tok
         decoder = tok.decoder
-        self._for = (tok.model, decoder, tok._added)
+        self._generation = tok.generation
         self._bytes = type(decoder) is ByteLevel  # (its text is its bytes' UTF-8)
         self._bytes_of: dict[int, bytes] = {}  # (ids met so far)
         self._token_of: dict[int, str] = {}  # (the same, their tokens)
@@ -83,9 +83,7 @@ class DecodeStream:
         self._table = None if self._bytes else tok._table_decoder()
 
     def _check_tokenizer(self) -> None:
-        tok, made_for = self._tok, self._for
-        if made_for[0] is not tok.model or made_for[1] is not tok.decoder or \
-                made_for[2] is not tok._added:
+        if self._tok.generation != self._generation:
             self._configure()
 
     def _decode(self, ids: list[int]) -> str:
@@ -99,7 +97,8 @@ class DecodeStream:
         """Add one id; the text it completes, or None while a character is still cut (or a
         run of byte tokens ``<0xNN>`` goes on). An id the tokenizer does not have raises
         InputError and is not kept: the stream goes on with the next."""
-        self._check_tokenizer()
+        if self._tok.generation != self._generation:  # (_check_tokenizer, inline: a call
+            self._configure()                          # was a sixth of a byte-level step)
         if type(id) is int:  # (an id met before: checked then)
             if self._bytes and (data := self._bytes_of.get(id)) is not None:
                 return self._utf8.decode(data) or None

@@ -58,6 +58,10 @@ class Trainer(Protocol[R]):
     def train_from_counts(self, counts: Mapping[str, int]) -> R: ...
 
 
+# The attributes whose change Tokenizer.generation counts.
+_WATCHED = frozenset({"model", "decoder", "_added"})
+
+
 class Tokenizer:
     """The whole input contract of a model: text in, ids out, and back.
 
@@ -91,6 +95,15 @@ class Tokenizer:
         self._native: tuple[Any, int] | None = None
         # (model, decoder, added tokens, their TableDecoder or None): see _table_decoder.
         self._table: tuple[Any, ...] = ()
+
+    # Set anew whenever the model, the decoder or the added tokens are: what a decode stream
+    # compares, once an id, to know that what it took from them still holds.
+    generation = 0
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        object.__setattr__(self, name, value)
+        if name in _WATCHED:
+            object.__setattr__(self, "generation", self.generation + 1)
 
     # -- vocabulary ------------------------------------------------------------------------
 
