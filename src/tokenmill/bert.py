@@ -207,6 +207,8 @@ _CLEANUPS = ((" .", "."), (" ?", "?"), (" !", "!"), (" ,", ","), (" ' ", "'"), (
 
 
 def _cleanup(text: str) -> str:
+    if " " not in text:
+        return text  # (every pattern holds a space: most tokens, the first one above all)
     for before, after in _CLEANUPS:
         text = text.replace(before, after)
     return text
