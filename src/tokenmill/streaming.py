@@ -29,7 +29,9 @@ from typing import TYPE_CHECKING, Any
 from tokenmill.decoders import (
     ByteFallback,
     ByteLevel,
+    Strip,
     chain_has,
+    chain_of,
     is_byte_token,
     skips_end_byte_runs,
 )
@@ -81,6 +83,11 @@ class DecodeStream:
         self._cut_characters = chain_has(decoder, ByteLevel)
         # A table decoder's, called straight (decode's dispatch was a third of a step).
         self._table = None if self._bytes else tok._table_decoder()
+        # A Strip of the leading pieces (a .model that removes extra whitespace) treats each
+        # token as the first while the text is empty: a window must not begin with ids whose
+        # text is empty there.
+        self._leading = any(isinstance(d, Strip) and d.leading for d in chain_of(decoder))
+        self._before = None  # (the old tokenizer's text of the window)
 
     def _check_tokenizer(self) -> None:
         if self._tok.generation != self._generation:
@@ -169,7 +176,11 @@ class DecodeStream:
         if self._read - self._prefix > _WINDOW:
             # Cut back to the last released id as context (for decoders that look back: a
             # leading space, a "##"); it gave text, so it is never one decoding leaves out.
-            self._prefix = self._read - 1
+            cut = self._read - 1
+            while self._leading and cut > self._prefix and \
+                    not self._decode(self._ids[cut:self._read]):
+                cut -= 1  # (a bare "▁" alone is empty, and would strip the next one)
+            self._prefix = cut
             self._before = None
             if self._prefix > _CONTEXT_KEPT:
                 del self._ids[:self._prefix]

@@ -245,3 +245,37 @@ def test_a_stream_follows_the_tokenizer_it_reads(shared_data):
     tok.add_special_tokens(["▁world"])
     rest = [stream.step(i) for i in ids[1:]] + [stream.flush()]
     assert "Hello" + "".join(p for p in rest if p) == tok.decode(ids) == "Hello again"
+
+
+def test_a_stream_of_a_model_that_strips_leading_pieces_keeps_its_spaces(shared_data):
+    # Under ALBERT's model a bare "▁" decodes to nothing at the text's start and strips the
+    # next piece's "▁" too: a window that began with it lost a space.
+    import sentencepiece
+
+    path = shared_data / "tokenizers" / "albert-spiece-fixture" / "spiece.model"
+    tok, sp = load(path), sentencepiece.SentencePieceProcessor(model_file=str(path))
+    ids = [sp.piece_to_id(p) for p in ["▁a", "▁b", "▁c", "▁d", "▁e", "▁f", "▁g", "▁h", "▁",
+                                       "▁the", "▁", "▁", "▁x"]]
+    rng = random.Random(0)
+    for case in range(200):
+        seq = ids if case == 0 else [rng.choice(ids) for _ in range(rng.randrange(1, 40))]
+        stream = tok.decode_stream()
+        pieces = [stream.step(i) for i in seq] + [stream.flush()]
+        assert "".join(p for p in pieces if p) == tok.decode(seq) == sp.decode(seq), seq
+
+
+def test_a_stream_changed_midway_loses_no_text(shared_data):
+    tok = load(shared_data / "tokenizers" / "mistral-7b-v0.3" / "tokenizer.json")
+    ids = tok.encode("the quick brown fox", add_special_tokens=False).ids
+    stream = tok.decode_stream()
+    assert [stream.step(ids[0]), stream.step(ids[1])] == ["the", " quick"]
+    tok.add_special_tokens(["▁the"])  # (released already: later text comes whole)
+    rest = [stream.step(i) for i in ids[2:]] + [stream.flush()]
+    assert "".join(p for p in rest if p) == " brown fox"
+    bert = load(shared_data / "tokenizers" / "all-MiniLM-L6-v2" / "tokenizer.json")
+    ids = bert.encode("the quick brown fox jumps", add_special_tokens=False).ids
+    stream = bert.decode_stream()
+    head = "".join(p for p in (stream.step(i) for i in ids[:2]) if p)
+    bert.decoder = d.Fuse()
+    tail = "".join(p for p in [*(stream.step(i) for i in ids[2:]), stream.flush()] if p)
+    assert head + tail == "the quick" + "brownfoxjumps"
