@@ -71,7 +71,7 @@ class DecodeStream:
         again whenever one of them changes (a decoder set, tokens added) between ids."""
         tok = self._tok
         decoder = tok.decoder
-        self._generation = tok.generation
+        self._generation = tok._generation
         self._bytes = type(decoder) is ByteLevel  # (its text is its bytes' UTF-8)
         self._bytes_of: dict[int, bytes] = {}  # (ids met so far)
         self._token_of: dict[int, str] = {}  # (the same, their tokens)
@@ -90,7 +90,7 @@ class DecodeStream:
         self._before = None  # (the old tokenizer's text of the window)
 
     def _check_tokenizer(self) -> None:
-        if self._tok.generation != self._generation:
+        if self._tok._generation != self._generation:
             self._configure()
 
     def _decode(self, ids: list[int]) -> str:
@@ -104,7 +104,7 @@ class DecodeStream:
         """Add one id; the text it completes, or None while a character is still cut (or a
         run of byte tokens ``<0xNN>`` goes on). An id the tokenizer does not have raises
         InputError and is not kept: the stream goes on with the next."""
-        if self._tok.generation != self._generation:  # (_check_tokenizer, inline: a call
+        if self._tok._generation != self._generation:  # (_check_tokenizer, inline: a call
             self._configure()                          # was a sixth of a byte-level step)
         if type(id) is int:  # (an id met before: checked then)
             if self._bytes and (data := self._bytes_of.get(id)) is not None:

@@ -58,7 +58,7 @@ class Trainer(Protocol[R]):
     def train_from_counts(self, counts: Mapping[str, int]) -> R: ...
 
 
-# The attributes whose change Tokenizer.generation counts.
+# The attributes whose change Tokenizer._generation counts.
 _WATCHED = frozenset({"model", "decoder", "_added"})
 
 
@@ -98,12 +98,12 @@ class Tokenizer:
 
     # Set anew whenever the model, the decoder or the added tokens are: what a decode stream
     # compares, once an id, to know that what it took from them still holds.
-    generation = 0
+    _generation = 0
 
     def __setattr__(self, name: str, value: Any) -> None:
         object.__setattr__(self, name, value)
         if name in _WATCHED:
-            object.__setattr__(self, "generation", self.generation + 1)
+            object.__setattr__(self, "_generation", self._generation + 1)
 
     # -- vocabulary ------------------------------------------------------------------------
 
