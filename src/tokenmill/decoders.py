@@ -211,12 +211,10 @@ class Replace(ReplaceFields, Decoder):
 # u8::from_str_radix, which also takes a plus sign, so "<0x+4>" is byte 4 there too.
 _BYTE_TOKEN = regex.compile(r"<0x([0-9A-Fa-f]{2}|\+[0-9A-Fa-f])>")
 # Every spelling _BYTE_TOKEN takes (506: either case of each hex digit, and the signed ones),
-# with its byte, so that a dict answers for a token; and the text of the ASCII ones (a run of
-# one ASCII byte is that character under every reading of a run).
+# with its byte, so that a dict answers for a token.
 _HEX = "0123456789abcdefABCDEF"
 _BYTE_VALUES = {f"<0x{digits}>": int(digits, 16)
                 for digits in [a + b for a in _HEX for b in _HEX] + ["+" + a for a in _HEX]}
-_ASCII_BYTES = {token: chr(b) for token, b in _BYTE_VALUES.items() if b < 0x80}
 
 
 @register("decoder", "ByteFallback")
@@ -254,34 +252,20 @@ class ByteFallback(Decoder):
         decode_run = _decode_per_byte if self.per_byte else _decode_run
         if _RAW_BYTES.get():
             decode_run = _decode_raw_run
-        # The byte tokens' places first (a scan in a comprehension, each token answered by a
-        # dict), then the tokens between them taken by slices: a loop over every token was
-        # half of a long decode.
-        values = _BYTE_VALUES
-        places = [k for k, token in enumerate(tokens) if token in values]
-        if not places:
-            return tokens
-        ascii_bytes = _ASCII_BYTES
-        if all(tokens[k] in ascii_bytes for k in places) and \
-                all(b - a > 1 for a, b in zip(places, places[1:])):
-            # Each a run of one ASCII byte (newlines between words): its character, in place.
-            return [ascii_bytes.get(token, token) for token in tokens]
+        values = _BYTE_VALUES  # (a dict answers for a token: no pattern match)
         out: list[str] = []
-        done = 0  # tokens before this one are in out
-        k = 0
-        while k < len(places):
-            start = end = places[k]
-            while k + 1 < len(places) and places[k + 1] == end + 1:
-                k += 1
-                end += 1
-            out += tokens[done:start]
-            if start == end and tokens[start] in ascii_bytes:  # (a newline, most often)
-                out.append(ascii_bytes[tokens[start]])
-            else:
-                out += decode_run(bytearray(map(values.__getitem__, tokens[start:end + 1])))
-            done = end + 1
-            k += 1
-        out += tokens[done:]
+        run = bytearray()
+        for token in tokens:
+            byte = values.get(token)
+            if byte is not None:
+                run.append(byte)
+                continue
+            if run:
+                out += decode_run(run)
+                run = bytearray()
+            out.append(token)
+        if run:
+            out += decode_run(run)
         return out
 
 
@@ -439,42 +423,6 @@ class Metaspace(MetaspaceFields, Decoder):
         return out
 
 
-# The characters of byte tokens ("<0x0A>", "<0x+4>"): a Replace whose pattern and content hold
-# none of them cannot make or unmake one.
-_BYTE_TOKEN_CHARS = frozenset("<>0123456789abcdefABCDEFx+")
-
-
-def _deferred_replaces(decoders: tuple[Decoder, ...]) -> tuple[Decoder, ...]:
-    """``decoders`` with each Replace of one literal character (SentencePiece's "▁" -> " ")
-    moved to just after the Fuse that follows it, where it replaces in one string instead of
-    in every token, when the text cannot tell: between the two stand only literal Replaces,
-    and the moved one's characters are none of a byte token's, none of the others' patterns
-    and not in their contents, and its content is not empty (so neither makes or unmakes the
-    other's matches or a byte token). Replacing one character commutes with joining. (Not
-    past ByteFallback: byte tokens may spell the character, "<0xE2><0x96><0x81>" a "▁" that
-    the Replace before it never saw; the decode table runs SentencePiece's chains.)"""
-    order = list(decoders)
-    k = 0
-    while k < len(order):
-        moved = order[k]
-        fuse = next((j for j in range(k + 1, len(order)) if isinstance(order[j], Fuse)), None)
-        if isinstance(moved, Replace) and not moved.regex and len(moved.pattern) == 1 \
-                and fuse is not None and all(
-                    _commutes(moved, other) for other in order[k + 1:fuse]):
-            order.insert(fuse, order.pop(k))
-            continue  # (the decoder now at k is the next one)
-        k += 1
-    return tuple(order)
-
-
-def _commutes(moved: Replace, other: Decoder) -> bool:
-    mine = set(moved.pattern) | set(moved.content)
-    if not moved.content or mine & _BYTE_TOKEN_CHARS:
-        return False  # (deleting a character could leave a byte token: "<0x▁41>")
-    return isinstance(other, Replace) and not other.regex and bool(other.pattern) and \
-        not mine & set(other.pattern) and moved.pattern not in other.content
-
-
 @register("decoder", "Sequence")
 @dataclass(frozen=True, init=False)
 class Sequence(Decoder):
@@ -485,14 +433,12 @@ class Sequence(Decoder):
     """
 
     decoders: tuple[Decoder, ...]
-    _order: tuple[Decoder, ...] = dataclass_field(init=False, repr=False, compare=False)
 
     def __init__(self, decoders: list[Decoder] | tuple[Decoder, ...]) -> None:
         object.__setattr__(self, "decoders", tuple(decoders))
-        object.__setattr__(self, "_order", _deferred_replaces(self.decoders))
 
     def decode_chain(self, tokens: list[str]) -> list[str]:
-        for decoder in self._order:  # (the decoders, in an order that gives the same text)
+        for decoder in self.decoders:
             tokens = decoder.decode_chain(tokens)
         return tokens
 
