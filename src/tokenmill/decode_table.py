@@ -37,6 +37,7 @@ from tokenmill.decoders import (
     Strip,
     chain_of,
 )
+from tokenmill.decoders import Sequence as Chain
 
 # The decoders that change each token alone (the first one in their own way).
 _PER_TOKEN = (Replace, Strip, Metaspace, WordPieceDecoder)
@@ -116,12 +117,6 @@ def plan_of(decoder: Decoder | None) -> Plan | None:
                 bool(leading))
 
 
-def _run(decoders: tuple[Decoder, ...], tokens: list[str]) -> list[str]:
-    for d in decoders:
-        tokens = d.decode_chain(tokens)
-    return tokens
-
-
 class TableDecoder:
     """A tokenizer's DecodeTable and how to call it; build with :func:`table_decoder`."""
 
@@ -140,6 +135,7 @@ class TableDecoder:
         # the character it takes, tested inline (a call of the chain was most of a short
         # decode's time, which a stream makes at every id).
         after = plan.after
+        self._after = Chain(after)
         lead = after[0] if len(after) == 1 and isinstance(after[0], Strip) else None
         self._lead = lead.content if lead is not None and (lead.start, lead.stop) == (1, 0) \
             else None
@@ -156,7 +152,7 @@ class TableDecoder:
             return text
         if self._lead is not None:
             return text[1:] if text[:1] == self._lead else text
-        return "".join(_run(self.plan.after, [text]))
+        return self._after.decode([text])
 
     def decode_bytes(self, ids: Sequence[int], skip_special_tokens: bool) -> bytes | None:
         """The bytes of ``ids``, byte tokens as they are (``decode_raw``'s), or None as
@@ -176,7 +172,7 @@ class TableDecoder:
             return None  # (the chain, which reads such runs apart)
         mark = _RAW_BYTES.set(True)
         try:
-            text = "".join(_run(self.plan.after, [data.decode("utf-8", "surrogateescape")]))
+            text = self._after.decode([data.decode("utf-8", "surrogateescape")])
         finally:
             _RAW_BYTES.reset(mark)
         return text.encode("utf-8", "surrogateescape")
@@ -199,10 +195,11 @@ def table_decoder(model: Any, decoder: Decoder | None,
     held = [t if t is not None else "" for t in tokens]
     # Every token but the first: the chain sees a token before it (an empty one, changed by
     # nothing that changes only the first).
-    each = _run(plan.each, ["", *held])[1:]
-    first = _run(plan.first, held)
+    each_steps = Chain(plan.each)
+    each = each_steps.decode_chain(["", *held])[1:]
+    first = Chain(plan.first).decode_chain(held)
     if plan.byte_fallback is not None and plan.byte_fallback.per_byte and \
-            _run(plan.each, ["", ""])[1] != "":
+            each_steps.decode_chain(["", ""])[1] != "":
         return None  # (the empty token standing for a skipped special would make text)
     values = _BYTE_VALUES if plan.byte_fallback is not None else {}
     try:

@@ -93,8 +93,8 @@ class Tokenizer:
         self.special_tokens_in_text = special_tokens_in_text
         self._native_for: tuple[Any, ...] = ()
         self._native: tuple[Any, int] | None = None
-        # (model, decoder, added tokens, their TableDecoder or None): see _table_decoder.
-        self._table: tuple[Any, ...] = ()
+        # (the _generation it was made at, the TableDecoder or None): see _table_decoder.
+        self._table: tuple[int, TableDecoder | None] | tuple[()] = ()
 
     # Set anew whenever the model, the decoder or the added tokens are: what a decode stream
     # compares, once an id, to know that what it took from them still holds.
@@ -545,17 +545,19 @@ class Tokenizer:
     def _table_decoder(self) -> TableDecoder | None:
         """The TableDecoder of this model, decoder and added tokens (made at the first decode
         after any of them changes), or None if the decoder has no table plan."""
-        model, decoder, added = self.model, self.decoder, self._added
+        # (The generation first: a change while the table is made leaves it a stale key.)
+        generation = self._generation
         cached = self._table  # (read once: another thread may replace it)
-        if cached and cached[0] is model and cached[1] is decoder and cached[2] is added:
-            return cast("TableDecoder | None", cached[3])
+        if cached and cached[0] == generation:
+            return cast("TableDecoder | None", cached[1])
+        model, decoder, added = self.model, self.decoder, self._added
         if isinstance(decoder, ByteLevelDecoder):
             table = None
         else:
             from tokenmill.decode_table import table_decoder
 
             table = table_decoder(model, decoder, added)
-        self._table = (model, decoder, added, table)
+        self._table = (generation, table)
         return table
 
     def _not_an_id(self, position: int, i: object) -> InputError:
