@@ -521,25 +521,31 @@ bool decode_into(const BPEModel& model, nb::handle ids_seq, nb::handle skip_seq,
   return model.decode_bytes(ids, skip, stop, out) == ids.size();
 }
 
+// Decoded bytes as Python sees them: a str (invalid UTF-8 replaced with U+FFFD, as
+// bytes.decode(errors="replace")) when `text`, in one call and no bytes object between (a
+// paragraph's decode spent as long in the calls around the core as in it); else bytes.
+nb::object decoded_object(const std::string& out, bool text) {
+  if (!text) return nb::bytes(out.data(), out.size());
+  PyObject* decoded =
+      PyUnicode_DecodeUTF8(out.data(), static_cast<Py_ssize_t>(out.size()), "replace");
+  if (decoded == nullptr) throw nb::python_error();
+  return nb::steal(decoded);
+}
+
 // decode_into as bytes, or None where it stopped before the end.
 nb::object decode_model_bytes(const BPEModel& model, nb::handle ids_seq, nb::handle skip_seq,
                               nb::handle stop_seq) {
   std::string out;  // sized by decode_bytes
   if (!decode_into(model, ids_seq, skip_seq, stop_seq, out)) return nb::none();
-  return nb::bytes(out.data(), out.size());
+  return decoded_object(out, false);
 }
 
-// decode_into as text (invalid UTF-8 replaced with U+FFFD, as bytes.decode(errors="replace")),
-// or None: one call and no bytes object between (a paragraph's decode spent as long in the
-// calls around the core as in it).
+// decode_into as text, or None.
 nb::object decode_model_text(const BPEModel& model, nb::handle ids_seq, nb::handle skip_seq,
                              nb::handle stop_seq) {
   std::string out;
   if (!decode_into(model, ids_seq, skip_seq, stop_seq, out)) return nb::none();
-  PyObject* text =
-      PyUnicode_DecodeUTF8(out.data(), static_cast<Py_ssize_t>(out.size()), "replace");
-  if (text == nullptr) throw nb::python_error();
-  return nb::steal(text);
+  return decoded_object(out, true);
 }
 
 // A DecodeTable from the Python side's flat arrays: `text`, the bytes of every entry's text
@@ -593,12 +599,7 @@ nb::object decode_through_table(const tokenmill::DecodeTable& table, nb::handle 
                         first_while_empty, static_cast<tokenmill::ByteRuns>(runs), out);
   }
   if (done != ids.size()) return nb::none();
-  if (!text) return nb::bytes(out.data(), out.size());
-  // (Valid UTF-8 unless a byte run is raw, which only bytes are asked for.)
-  PyObject* decoded =
-      PyUnicode_DecodeUTF8(out.data(), static_cast<Py_ssize_t>(out.size()), "replace");
-  if (decoded == nullptr) throw nb::python_error();
-  return nb::steal(decoded);
+  return decoded_object(out, text);
 }
 
 // values -> array('I') (4-byte unsigned on every platform CPython supports), one copy.
