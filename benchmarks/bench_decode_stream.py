@@ -23,10 +23,13 @@ import argparse
 import statistics
 import sys
 import time
+from collections.abc import Callable
+from functools import partial
 from pathlib import Path
 from typing import Any
 
 from bench_bpe import DEFAULT_DATA, head, read_lines
+from bench_encode import abba
 
 FILES = {"GPT-2": "gpt2/tokenizer.json", "Mistral 7B v0.3": "mistral-7b-v0.3/tokenizer.json",
          "MiniLM (BERT)": "all-MiniLM-L6-v2/tokenizer.json"}
@@ -57,10 +60,22 @@ def stream_tokenizers(tok: Any, ids: list[int]) -> str:
     return "".join(p for p in pieces if p)
 
 
-def timed(run: Any, tok: Any, ids: list[int]) -> float:
-    start = time.perf_counter()
-    run(tok, ids)
-    return (time.perf_counter() - start) / len(ids) * 1e6
+def listed(peer: Callable[[list[int]], object], array: Any) -> object:
+    """The peer's decode of an array's ids, made a list first (its decode takes lists)."""
+    return peer(array.tolist())
+
+
+def medians(ours: Callable[[], object], peer: Callable[[], object],
+            repeats: int) -> tuple[float, float]:
+    """Median seconds of each call, run in turns (ABBA: ours first in even repeats)."""
+    runs = {"tokenmill": ours, "peer": peer}
+    times: dict[str, list[float]] = {"tokenmill": [], "peer": []}
+    for r in range(repeats):
+        for engine in abba(r, ("tokenmill", "peer")):
+            start = time.perf_counter()
+            runs[engine]()
+            times[engine].append(time.perf_counter() - start)
+    return statistics.median(times["tokenmill"]), statistics.median(times["peer"])
 
 
 def main() -> int:
@@ -89,14 +104,9 @@ def main() -> int:
             if stream_tokenmill(ours, ids) != whole or stream_tokenizers(theirs, ids) != whole:
                 print(f"{name}, {text}: a stream's text differs from decode", file=sys.stderr)
                 return 1
-            times: dict[str, list[float]] = {"tokenmill": [], "tokenizers": []}
-            for r in range(args.repeats):
-                order = ("tokenmill", "tokenizers") if r % 2 == 0 else ("tokenizers", "tokenmill")
-                for engine in order:
-                    run, tok = (stream_tokenmill, ours) if engine == "tokenmill" \
-                        else (stream_tokenizers, theirs)
-                    times[engine].append(timed(run, tok, ids))
-            a, b = (statistics.median(times[e]) for e in ("tokenmill", "tokenizers"))
+            a, b = (t / len(ids) * 1e6 for t in medians(
+                partial(stream_tokenmill, ours, ids), partial(stream_tokenizers, theirs, ids),
+                args.repeats))
             print(f"| {name} | {text} | {len(ids):,} | {a:.2f} | {b:.2f} | {b / a:.2f}x |")
     print("\ndecode of the ids at once, milliseconds")
     print("| tokenizer | text | ids | tokenmill | peer | peer / tokenmill |")
@@ -110,14 +120,8 @@ def main() -> int:
             if ours.decode(ids) != peer(ids):
                 print(f"{name}, {text}: decode's text differs from the peer's", file=sys.stderr)
                 return 1
-            times = {"tokenmill": [], "peer": []}
-            for r in range(args.repeats):
-                for engine in ("tokenmill", "peer") if r % 2 == 0 else ("peer", "tokenmill"):
-                    run = ours.decode if engine == "tokenmill" else peer
-                    start = time.perf_counter()
-                    run(ids)
-                    times[engine].append((time.perf_counter() - start) * 1e3)
-            a, b = (statistics.median(times[e]) for e in ("tokenmill", "peer"))
+            a, b = (t * 1e3 for t in medians(partial(ours.decode, ids), partial(peer, ids),
+                                             args.repeats))
             print(f"| {name} | {text} | {len(ids):,} | {a:.1f} | {b:.1f} | {b / a:.2f}x |")
             # A model's output as a numpy array: ours decodes it as it is, the peer's takes a
             # list (tolist, timed with it).
@@ -125,16 +129,8 @@ def main() -> int:
             if ours.decode(array) != peer(array.tolist()):
                 print(f"{name}, {text}: decode's text of an array differs", file=sys.stderr)
                 return 1
-            times = {"tokenmill": [], "peer": []}
-            for r in range(args.repeats):
-                for engine in ("tokenmill", "peer") if r % 2 == 0 else ("peer", "tokenmill"):
-                    start = time.perf_counter()
-                    if engine == "tokenmill":
-                        ours.decode(array)
-                    else:
-                        peer(array.tolist())
-                    times[engine].append((time.perf_counter() - start) * 1e3)
-            a, b = (statistics.median(times[e]) for e in ("tokenmill", "peer"))
+            a, b = (t * 1e3 for t in medians(partial(ours.decode, array),
+                                             partial(listed, peer, array), args.repeats))
             print(f"| {name}, a uint32 array | {text} | {len(ids):,} | {a:.1f} | {b:.1f} | "
                   f"{b / a:.2f}x |")
     return 0
