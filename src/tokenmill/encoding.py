@@ -5,7 +5,8 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Literal
+from functools import partial
+from typing import Any, Literal
 
 from tokenmill.errors import InputError
 
@@ -13,6 +14,20 @@ Side = Literal["right", "left"]
 Strategy = Literal["LongestFirst", "OnlyFirst", "OnlySecond"]
 SIDES: tuple[Side, ...] = ("right", "left")
 STRATEGIES: tuple[Strategy, ...] = ("LongestFirst", "OnlyFirst", "OnlySecond")
+
+# Each token's word (its pre-token's place among its input's pre-tokens, None for a token a
+# post-processor added or padding), or what makes them when first asked for: a function; the
+# input's text, pre-tokenized again by the tokenizer whose id_to_token the encoding has (a str
+# is all an encoding keeps for its words until asked: a batch of encodings that each held a
+# function and its arguments gave the cyclic collector more objects to walk); or, from
+# Encoding.concat, a tuple of its parts' words, each a number of tokens of no word or one of
+# these (a part is not kept for them).
+Words = list[int | None] | str | tuple | Callable[[], list[int | None]] | None
+# Which tokens belong to which input: {sequence id: (first token, end)}, as tokenizers keeps
+# them. None: no input is marked (every token counts as input 0); _WHOLE: input 0 is every
+# token, however many there are when asked.
+Ranges = dict[int, tuple[int, int]] | str | None
+_WHOLE = "whole"
 
 
 class Encoding:
@@ -22,17 +37,27 @@ class Encoding:
     special tokens added by a post-processor have ``(0, 0)``. Tokens, offsets and masks are made
     on first access (most callers want only the ids): an encoding from the core holds the ids
     and two flat offset lists until asked.
+
+    ``word_ids`` and ``sequence_ids`` say which pre-token ("word") of which input each token
+    comes from, and ``char_to_token``, ``word_to_tokens`` and the like map between tokens,
+    words and characters, as on a tokenizers ``Encoding``. Word ids are made when first asked
+    for, by pre-tokenizing the input again.
+
+    >>> e = Encoding([5, 6, 7], offsets=[(0, 2), (2, 4), (5, 8)], words=[0, 0, 1])
+    >>> e.word_to_tokens(0), e.char_to_token(3), e.char_to_word(6), e.word_to_chars(1)
+    ((0, 2), 1, 1, (5, 8))
     """
 
     __slots__ = ("ids", "_tokens", "_offsets", "_type_ids", "_attention_mask",
-                 "_special_tokens_mask", "overflowing", "_id_to_token")
+                 "_special_tokens_mask", "overflowing", "_id_to_token", "_words", "_ranges")
 
     def __init__(self, ids: list[int], tokens: list[str] | None = None,
                  offsets: list[tuple[int, int]] | tuple[list[int], list[int]] | None = None,
                  type_ids: list[int] | None = None, attention_mask: list[int] | None = None,
                  special_tokens_mask: list[int] | None = None,
                  overflowing: list[Encoding] | None = None, *,
-                 id_to_token: Callable[[int], str | None] | None = None) -> None:
+                 id_to_token: Callable[[int], str | None] | None = None,
+                 words: Words = None, sequence_ranges: Ranges = None) -> None:
         self.ids = ids
         self._tokens = tokens
         self._offsets = offsets
@@ -41,6 +66,8 @@ class Encoding:
         self._special_tokens_mask = special_tokens_mask or None
         self.overflowing = overflowing if overflowing is not None else []
         self._id_to_token = id_to_token
+        self._words = words
+        self._ranges = sequence_ranges or None
 
     @property
     def tokens(self) -> list[str]:
@@ -96,6 +123,137 @@ class Encoding:
     def special_tokens_mask(self, value: list[int]) -> None:
         self._special_tokens_mask = value
 
+    # -- words and sequences ---------------------------------------------------------------
+
+    @property
+    def word_ids(self) -> list[int | None]:
+        """Each token's word: the place of the pre-token it comes from among its input's
+        (counting an added token met in the text as one), None for a token the post-processor
+        added and for padding."""
+        words = self._words
+        if isinstance(words, list):
+            return words
+        if words is None:
+            words = [None] * len(self.ids)
+        else:
+            parts = words if isinstance(words, tuple) else (words,)
+            words = []
+            for part in parts:
+                words += [None] * part if isinstance(part, int) else self._words_of(part)
+            if len(words) != len(self.ids):
+                raise InputError(f"the tokenizer changed between encoding this text and asking "
+                                 f"for its word ids ({len(self.ids)} tokens then, {len(words)} "
+                                 "now): encode it again")
+        self._words = words
+        return words
+
+    @word_ids.setter
+    def word_ids(self, value: list[int | None]) -> None:
+        self._words = value
+
+    def _words_of(self, source: Words) -> list[int | None]:
+        if isinstance(source, list):
+            return source
+        if isinstance(source, str):  # (the text of an encoding from a Tokenizer)
+            tokenizer = _tokenizer_of(self._id_to_token)
+            return tokenizer._word_ids_of(source, tokenizer._added, None)
+        assert callable(source)  # (a tuple's parts are never tuples)
+        return source()
+
+    def _sequence_ranges(self) -> dict[int, tuple[int, int]]:
+        ranges = self._ranges
+        if ranges is None:
+            return {}
+        if isinstance(ranges, str):  # _WHOLE
+            return {0: (0, len(self.ids))}
+        return ranges
+
+    @property
+    def n_sequences(self) -> int:
+        """How many inputs this encoding holds (1 where none is marked)."""
+        return len(self._sequence_ranges()) or 1
+
+    def set_sequence_id(self, sequence_id: int) -> None:
+        """Marks every token as of input ``sequence_id`` (as a post-processor marks its
+        inputs)."""
+        _check_int("set_sequence_id", "sequence_id", sequence_id, 0)
+        if self._ranges is None and sequence_id == 0:
+            self._ranges = _WHOLE  # (what nearly every encoding a post-processor lays out has)
+            return
+        ranges = dict(self._sequence_ranges())
+        ranges[sequence_id] = (0, len(self.ids))
+        self._ranges = ranges
+
+    def _range(self, sequence_id: int) -> tuple[int, int]:
+        # (tokenizers: every token, where the input is not marked)
+        return self._sequence_ranges().get(sequence_id, (0, len(self.ids)))
+
+    @property
+    def sequence_ids(self) -> list[int | None]:
+        """Each token's input (0 or 1 for a pair), None for a token the post-processor added
+        (and for padding where there is one)."""
+        out: list[int | None] = [None] * len(self.ids)
+        for sequence in range(self.n_sequences):
+            a, b = self._range(sequence)
+            out[a:b] = [sequence] * (b - a)
+        return out
+
+    def token_to_sequence(self, token_index: int) -> int | None:
+        """The input token ``token_index`` comes from (None: a token added around them)."""
+        if token_index < 0 or token_index > len(self.ids):
+            return None
+        ranges = self._sequence_ranges()
+        if not ranges:
+            return 0
+        return next((s for s, (a, b) in ranges.items() if a <= token_index < b), None)
+
+    def token_to_chars(self, token_index: int) -> tuple[int, int] | None:
+        """The characters of its input that token ``token_index`` covers."""
+        if self.token_to_sequence(token_index) is None or token_index >= len(self.ids):
+            return None
+        return self.offsets[token_index]
+
+    def token_to_word(self, token_index: int) -> int | None:
+        """The word of its input that token ``token_index`` comes from."""
+        if self.token_to_sequence(token_index) is None or token_index >= len(self.ids):
+            return None
+        return self.word_ids[token_index]
+
+    def word_to_tokens(self, word_index: int, sequence_index: int = 0) -> tuple[int, int] | None:
+        """The tokens ``[start, end)`` of word ``word_index`` of input ``sequence_index``."""
+        a, b = self._range(sequence_index)
+        words = self.word_ids
+        start = end = None
+        for i in range(a, b):
+            w = words[i]
+            if w is not None and w > word_index:
+                break  # (words only grow along an input)
+            if w == word_index:
+                start = i if start is None else start
+                end = i + 1
+        return None if start is None or end is None else (start, end)
+
+    def word_to_chars(self, word_index: int, sequence_index: int = 0) -> tuple[int, int] | None:
+        """The characters of its input that word ``word_index`` of input ``sequence_index``
+        covers."""
+        tokens = self.word_to_tokens(word_index, sequence_index)
+        if tokens is None:
+            return None
+        offsets = self.offsets
+        return offsets[tokens[0]][0], offsets[tokens[1] - 1][1]
+
+    def char_to_token(self, char_pos: int, sequence_index: int = 0) -> int | None:
+        """The first token of input ``sequence_index`` that covers its character
+        ``char_pos``."""
+        a, b = self._range(sequence_index)
+        offsets = self.offsets
+        return next((i for i in range(a, b) if offsets[i][0] <= char_pos < offsets[i][1]), None)
+
+    def char_to_word(self, char_pos: int, sequence_index: int = 0) -> int | None:
+        """The word of input ``sequence_index`` that covers its character ``char_pos``."""
+        token = self.char_to_token(char_pos, sequence_index)
+        return None if token is None else self.token_to_word(token)
+
     def __eq__(self, other: object) -> bool:
         if not isinstance(other, Encoding):
             return NotImplemented
@@ -107,9 +265,13 @@ class Encoding:
 
     def replace(self, **changes: object) -> Encoding:
         """A copy with some fields changed (``ids``, ``tokens``, ``offsets``, masks...)."""
-        fields = {f: getattr(self, f) for f in
-                  ("ids", "tokens", "offsets", "type_ids", "attention_mask",
-                   "special_tokens_mask", "overflowing")}
+        fields: dict[str, object] = {f: getattr(self, f) for f in
+                                     ("ids", "tokens", "offsets", "type_ids", "attention_mask",
+                                      "special_tokens_mask", "overflowing")}
+        # (words made only if asked for; a text's, by this encoding's tokenizer)
+        fields["words"] = self._words if not isinstance(self._words, (str, tuple)) else \
+            lambda: self.word_ids
+        fields["sequence_ranges"] = self._ranges
         fields.update(changes)
         return Encoding(**fields)  # type: ignore[arg-type]
 
@@ -121,8 +283,11 @@ class Encoding:
         return f"Encoding(num_tokens={len(self.ids)}, ids={self.ids[:8]}{more})"
 
     def _window(self, i: int, j: int) -> Encoding:
+        ranges = {s: (max(a, i) - i, min(b, j) - i)
+                  for s, (a, b) in self._sequence_ranges().items() if max(a, i) < min(b, j)}
         return Encoding(self.ids[i:j], self.tokens[i:j], self.offsets[i:j], self.type_ids[i:j],
-                        self.attention_mask[i:j], self.special_tokens_mask[i:j])
+                        self.attention_mask[i:j], self.special_tokens_mask[i:j],
+                        words=lambda: self.word_ids[i:j], sequence_ranges=ranges)
 
     @staticmethod
     def whole(encoded: tuple[list[int], list[int], list[int]],
@@ -169,7 +334,8 @@ class Encoding:
         return Encoding(self.ids, self._tokens, self._offsets,
                         [type_id] * len(self.ids) if type_id else None,  # (None: all 0)
                         self._attention_mask, self._special_tokens_mask,
-                        id_to_token=self._id_to_token)
+                        id_to_token=self._id_to_token, words=self._words,
+                        sequence_ranges=self._ranges)
 
     def _lazy_tokens(self) -> Callable[[int], str | None] | None:
         """The id -> token function this encoding's tokens are (or would be) made with, if its
@@ -202,7 +368,31 @@ class Encoding:
         to_token = parts[0]._lazy_tokens() if parts else None
         # Masks left unmade in every part (their defaults) stay so.
         types = attention = special = False
+        ranges: dict[int, tuple[int, int]] | None = None  # (each part's, moved along)
+        words: list[int | Words] = []  # (the tuple of the parts' words)
+        worded = mixed = False  # some part has words; their parts' tokenizers differ
+        owner = None  # the id_to_token of the first part with words
         for k, p in enumerate(parts):
+            if p._ranges is not None:
+                if ranges is None:
+                    ranges = {}
+                if p._ranges is _WHOLE:
+                    ranges[0] = (len(ids), len(ids) + len(p.ids))
+                else:
+                    for sequence, (a, b) in p._sequence_ranges().items():
+                        ranges[sequence] = (a + len(ids), b + len(ids))
+            w = p._words
+            if w is None:
+                words.append(len(p.ids))
+            else:
+                if type(w) is tuple:
+                    words += w
+                else:
+                    words.append(w)
+                if not worded:
+                    worded, owner = True, p._id_to_token
+                elif p._id_to_token is not owner and p._id_to_token != owner:
+                    mixed = True
             if k and to_token is not None and p._lazy_tokens() != to_token:
                 to_token = None
             ids += p.ids
@@ -213,7 +403,14 @@ class Encoding:
             attention = attention or p._attention_mask is not None
             special = special or p._special_tokens_mask is not None
         tokens = None if to_token is not None else [t for p in parts for t in p.tokens]
-        out = Encoding(ids, tokens, (starts, ends), id_to_token=to_token)
+        out = Encoding(ids, tokens, (starts, ends), id_to_token=to_token,
+                       sequence_ranges=ranges)
+        if worded:
+            # (a text's words are made by the tokenizer of the encoding's id_to_token: where
+            # a part's is another, each part's are bound to its own)
+            if mixed or (owner is not to_token and owner != to_token):
+                words = [w for p in parts for w in _word_sources(p, to_token)]
+            out._words = tuple(words)
         if types:
             out.type_ids = [x for p in parts for x in p.type_ids]
         if attention:
@@ -345,6 +542,30 @@ class Padding:
         return {"strategy": strategy, "direction": self.side.capitalize(),
                 "pad_to_multiple_of": self.pad_to_multiple_of, "pad_id": self.pad_id,
                 "pad_type_id": self.pad_type_id, "pad_token": self.pad_token}
+
+
+def _word_sources(part: Encoding, to_token: Callable[[int], str | None] | None
+                  ) -> list[int | Words]:
+    """``part``'s words as Encoding.concat keeps them for an encoding whose id_to_token is
+    ``to_token``: a text's bound to the part's tokenizer, where that is another."""
+    owner = part._id_to_token
+    sources = part._words if isinstance(part._words, tuple) else \
+        (part._words if part._words is not None else len(part.ids),)
+    if owner == to_token:
+        return list(sources)
+    tokenizer = _tokenizer_of(owner)
+    return [partial(tokenizer._word_ids_of, w, tokenizer._added, None) if isinstance(w, str)
+            else w for w in sources]
+
+
+def _tokenizer_of(to_token: Callable[[int], str | None] | None) -> Any:
+    """The Tokenizer whose id_to_token ``to_token`` is (an encoding's text's words are made
+    by it)."""
+    tokenizer = getattr(to_token, "__self__", None)
+    if not hasattr(tokenizer, "_word_ids_of"):
+        raise InputError("this encoding's word ids were to be made by the tokenizer that "
+                         "encoded it, which it no longer names")
+    return tokenizer
 
 
 def _check_int(option: str, name: str, value: object, least: int) -> None:

@@ -22,7 +22,7 @@ from tokenmill._io import atomic_write_text, check_text, check_texts, text_batch
 from tokenmill.added_tokens import AddedToken, AddedVocabulary
 from tokenmill.decoders import ByteLevel as ByteLevelDecoder
 from tokenmill.decoders import decode_raw, skips_end_byte_runs
-from tokenmill.encoding import Encoding, Padding, Truncation
+from tokenmill.encoding import _WHOLE, Encoding, Padding, Truncation
 from tokenmill.errors import InputError
 from tokenmill.models.bpe import BPE
 from tokenmill.models.unigram import Unigram
@@ -239,6 +239,17 @@ class Tokenizer:
                      dropout: tuple[float, int] | None = None) -> Encoding:
         check_text(text)
         vocab = self._added if added is None else added
+        out = self._encode_text_natively(text, vocab, dropout)
+        if out is None:
+            out = self._encode_in_python(text, vocab, dropout)
+        # (its words made when asked for; see Encoding.word_ids)
+        out._words = text if vocab is self._added and dropout is None else \
+            partial(self._word_ids_of, text, vocab, dropout)
+        return out
+
+    def _encode_text_natively(self, text: str, vocab: AddedVocabulary,
+                              dropout: tuple[float, int] | None) -> Encoding | None:
+        """_encode_text's Encoding where the core encodes the whole pipeline, else None."""
         bert_plan = bert.native_plan(self)
         if bert_plan is not None and not any(t.normalized for t in vocab.tokens):
             return bert.encode_natively(bert_plan, text, vocab.split(text), self.id_to_token)
@@ -250,6 +261,11 @@ class Tokenizer:
             return Encoding.spliced(cut, [_core.encode_offsets(native[0], native[1], text[a:b])
                                           for token, a, b in cut if token is None],
                                     self.id_to_token)
+        return None
+
+    def _encode_in_python(self, text: str, vocab: AddedVocabulary,
+                          dropout: tuple[float, int] | None) -> Encoding:
+        """_encode_text's Encoding through the pipeline's Python objects."""
         segments = vocab.segments(text, self.normalizer)
         ids = []
         starts = []
@@ -277,6 +293,30 @@ class Tokenizer:
         # As in Hugging Face, special_tokens_mask marks only what a post-processor adds: a
         # special token matched in the text is the user's own token.
         return Encoding(ids, offsets=(starts, ends), id_to_token=self.id_to_token)
+
+    def _word_ids_of(self, text: str, vocab: AddedVocabulary,
+                     dropout: tuple[float, int] | None) -> list[int | None]:
+        """The word of each token _encode_text gives ``text``: the pipeline run again, each
+        added token met in the text one word and each pre-token one (tokenizers' word ids).
+        The core's paths give the ids this path gives, so the lengths agree."""
+        words: list[int | None] = []
+        word = 0
+        for segment in vocab.segments(text, self.normalizer):
+            if segment.id is not None:
+                words.append(word)
+                word += 1
+                continue
+            pieces = self._pre_tokenize(cast(NormalizedString, segment.normalized))
+            if not pieces:
+                continue
+            if dropout is None:
+                flat = self.model.encode_pieces([p.text for p in pieces])
+            else:  # the draws _encode_in_python made
+                flat = self.model.encode_pieces([p.text for p in pieces], dropout=dropout[0],
+                                                seed=_mix_seed(dropout[1], len(words)))
+            words += [word + p for p in flat[1::4]]
+            word += len(pieces)
+        return words
 
     def _post(self, a: Encoding, b: Encoding | None, add_special_tokens: bool,
               truncation: Truncation | None, padding: Padding | None) -> Encoding:
@@ -486,19 +526,25 @@ class Tokenizer:
         to_token = self.id_to_token
         done: list[Encoding] = []
 
-        def made() -> Encoding:  # the next text's Encoding
+        def made(text: str) -> Encoding:  # the next text's Encoding
             cut, stretches = next(cut_of)
             if cut is None:
-                return Encoding.whole(next(parts), to_token)
-            return Encoding.spliced(cut, list(islice(parts, stretches)), to_token)
+                out = Encoding.whole(next(parts), to_token)
+            else:
+                out = Encoding.spliced(cut, list(islice(parts, stretches)), to_token)
+            out._words = text if added is self._added else \
+                partial(self._word_ids_of, text, added, None)
+            return out
 
         with _collector_paused():
-            for _, pair in items:
-                a = made()
+            for text, pair in items:
+                a = made(text)
                 if pair is None and kept:
+                    if processor is not None:  # (it marks its input, as tokenizers' do)
+                        a._ranges = _WHOLE
                     done.append(a)
                     continue
-                b = made() if pair is not None else None
+                b = made(pair) if pair is not None else None
                 done.append(self._post(a, b, add_special_tokens, truncation, None))
         return done
 
@@ -746,6 +792,16 @@ def _lay_out(processor: Any, add_special_tokens: bool, a: Encoding, b: Encoding 
              overflow: tuple[bool, bool]) -> Encoding:
     """``a`` (and ``b``) as the post-processor lays them out; without one, one after the
     other, the second with type id 1."""
+    # Which input each token is of: a post-processor marks its inputs, overflowing windows
+    # too; without one, a pair's first windows are marked and its overflowing ones are not
+    # (tokenizers marks the two inputs, not their windows, before it merges them).
+    if processor is not None or (b is not None and not overflow[0]):
+        if a._ranges is None:
+            a._ranges = _WHOLE  # (set_sequence_id(0), without its check)
+        else:
+            a.set_sequence_id(0)
+    if b is not None and (processor is not None or not overflow[1]):
+        b.set_sequence_id(1)
     if processor is not None:
         return processor.process(a, b, add_special_tokens, overflow=overflow)
     if b is None:

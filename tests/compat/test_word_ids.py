@@ -1,0 +1,308 @@
+"""Word ids, sequence ids and the maps between tokens, words and characters
+(``char_to_token``, ``word_to_tokens``...) against tokenizers' ``Encoding``: on tokenizers
+trained here from the bundled sample (byte-level BPE, BERT's WordPiece pipeline, a Unigram
+behind Metaspace), on drawn texts and pairs; on the real files of ../shared/data under every
+truncation strategy, side, stride and padding side; and in batches. Zero differences is the bar.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from tokenmill import (
+    BPE,
+    BPETrainer,
+    Encoding,
+    InputError,
+    Padding,
+    Tokenizer,
+    Truncation,
+    Unigram,
+    UnigramTrainer,
+    WordPiece,
+    WordPieceTrainer,
+    decoders,
+    pre_tokenizers,
+)
+from tokenmill.bert import BertNormalizer, BertPreTokenizer, WordPieceDecoder, bert_processing
+from tokenmill.processors import ByteLevel as ByteLevelProcessor
+
+tokenizers = pytest.importorskip("tokenizers")
+
+SAMPLE = Path(__file__).resolve().parents[2] / "src" / "tokenmill" / "data" / "sample.txt"
+FIELDS = ("ids", "word_ids", "sequence_ids", "n_sequences", "offsets", "type_ids",
+          "attention_mask", "special_tokens_mask")
+
+
+def differences(ours: Encoding, theirs, text_length: int, where: str = "") -> list[str]:
+    """Where ``ours`` and tokenizers' ``theirs`` differ: every field, every map at every
+    index (and one past), for both inputs; then their overflowing windows, in order."""
+    out = []
+    for field in FIELDS:
+        mine, other = getattr(ours, field), getattr(theirs, field)
+        if field == "offsets":
+            other = [tuple(o) for o in other]
+        if mine != other:
+            out.append(f"{where}{field}: {mine} != {other}")
+    n = len(theirs.ids)
+    for i in range(-1, n + 2):
+        for name in ("token_to_sequence", "token_to_chars", "token_to_word"):
+            # (tokenizers takes no negative index)
+            mine, other = getattr(ours, name)(i), getattr(theirs, name)(i) if i >= 0 else None
+            if mine != other:
+                out.append(f"{where}{name}({i}): {mine} != {other}")
+    for sequence in (0, 1):
+        for word in range(max((w for w in theirs.word_ids if w is not None), default=0) + 2):
+            for name in ("word_to_tokens", "word_to_chars"):
+                mine = getattr(ours, name)(word, sequence)
+                other = getattr(theirs, name)(word, sequence)
+                if mine != other:
+                    out.append(f"{where}{name}({word}, {sequence}): {mine} != {other}")
+        for pos in range(text_length + 2):
+            for name in ("char_to_token", "char_to_word"):
+                mine = getattr(ours, name)(pos, sequence)
+                other = getattr(theirs, name)(pos, sequence)
+                if mine != other:
+                    out.append(f"{where}{name}({pos}, {sequence}): {mine} != {other}")
+    if len(ours.overflowing) != len(theirs.overflowing):
+        out.append(f"{where}{len(ours.overflowing)} overflowing, tokenizers "
+                   f"{len(theirs.overflowing)}")
+    else:
+        for k, (a, b) in enumerate(zip(ours.overflowing, theirs.overflowing)):
+            out += differences(a, b, text_length, f"{where}overflowing[{k}].")
+    return out
+
+
+# -- exact values -------------------------------------------------------------------------
+
+def test_wordpiece_words_by_hand():
+    vocab = ["[UNK]", "[CLS]", "[SEP]", "[PAD]", "hello", "world", "##s", ",", "un",
+             "##believ", "##able"]
+    tok = Tokenizer(WordPiece({t: i for i, t in enumerate(vocab)}),
+                    normalizer=BertNormalizer(), pre_tokenizer=BertPreTokenizer())
+    tok.post_processor = bert_processing(tok.model)
+    e = tok.encode("Hello worlds, unbelievable", "hello")
+    assert e.tokens == ["[CLS]", "hello", "world", "##s", ",", "un", "##believ", "##able",
+                        "[SEP]", "hello", "[SEP]"]
+    assert e.word_ids == [None, 0, 1, 1, 2, 3, 3, 3, None, 0, None]
+    assert e.sequence_ids == [None, 0, 0, 0, 0, 0, 0, 0, None, 1, None]
+    assert e.n_sequences == 2
+    assert e.word_to_tokens(1) == (2, 4) and e.word_to_tokens(0, 1) == (9, 10)
+    assert e.word_to_chars(3) == (14, 26) and e.word_to_tokens(4) is None
+    assert e.char_to_token(8) == 2 and e.char_to_token(11) == 3 and e.char_to_token(5) is None
+    assert e.char_to_token(2, 1) == 9 and e.char_to_word(20) == 3
+    assert e.token_to_word(0) is None and e.token_to_word(7) == 3
+    assert e.token_to_sequence(9) == 1 and e.token_to_sequence(8) is None
+    assert e.token_to_chars(6) == (16, 22) and e.token_to_chars(10) is None
+    # Padding is no input's and no word's; without a post-processor one input is every token.
+    padded = tok.encode("hello", truncation=None).padded(5, pad_id=3, side="left")
+    assert padded.word_ids == [None, None, None, 0, None]
+    assert padded.sequence_ids == [None, None, None, 0, None]
+    tok.post_processor = None
+    plain = tok.encode("un, hello").padded(6, pad_id=3)
+    assert plain.word_ids == [0, 1, 2, None, None, None] and plain.sequence_ids == [0] * 6
+
+
+def test_added_tokens_in_the_text_are_words():
+    tok = Tokenizer(WordPiece({"[UNK]": 0, "a": 1, "b": 2}), pre_tokenizer=BertPreTokenizer())
+    tok.add_special_tokens(["<x>"])
+    tok.add_tokens(["ab"])
+    e = tok.encode("a<x>b a ab b")
+    assert e.tokens == ["a", "<x>", "b", "a", "ab", "b"]
+    assert e.word_ids == [0, 1, 2, 3, 4, 5]
+
+
+def test_dropout_words_hold_their_tokens():
+    tok = bpe_tokenizer()
+    text = SAMPLE.read_text("utf-8")[5000:9000]
+    for seed in range(3):
+        e = tok.encode(text, dropout=0.4, seed=seed)
+        assert len(e.word_ids) == len(e.ids)
+        for i, word in enumerate(e.word_ids):
+            start, end = e.word_to_chars(word)
+            assert start <= e.offsets[i][0] <= e.offsets[i][1] <= end
+
+
+def test_encoding_by_hand_and_its_windows():
+    e = Encoding([5, 6, 7, 8], offsets=[(0, 2), (2, 4), (5, 8), (9, 9)], words=[0, 0, 1, 2])
+    assert (e.word_ids, e.sequence_ids, e.n_sequences) == ([0, 0, 1, 2], [0] * 4, 1)
+    assert e.char_to_token(9) is None and e.word_to_chars(2) == (9, 9)
+    # As in tokenizers: the one input marked is input 1, yet sequence_ids, which counts
+    # inputs from 0, finds no input 0 marked and takes every token for it.
+    e.set_sequence_id(1)
+    assert e.sequence_ids == [0] * 4 and e.n_sequences == 1
+    assert e.token_to_sequence(1) == 1 and e.char_to_token(3) == e.char_to_token(3, 1) == 1
+    e.set_sequence_id(0)
+    assert e.sequence_ids == [1] * 4 and e.n_sequences == 2  # (input 1 filled in last)
+    cut = Encoding([5, 6, 7, 8], words=[0, 0, 1, 2], sequence_ranges={0: (1, 3)}).truncated(
+        3, stride=1)
+    assert cut.word_ids == [0, 0, 1] and cut.overflowing[0].word_ids == [1, 2]
+    assert cut.sequence_ids == [None, 0, 0] and cut.overflowing[0].sequence_ids == [0, None]
+    assert Encoding([1, 2]).word_ids == [None, None]
+
+
+# -- tokenizers trained here, on drawn texts ----------------------------------------------
+
+def sample_lines() -> list[str]:
+    return SAMPLE.read_text("utf-8").splitlines()
+
+
+def bpe_tokenizer() -> Tokenizer:
+    tok = Tokenizer(BPE({}, []), pre_tokenizer=pre_tokenizers.ByteLevel(add_prefix_space=False),
+                    decoder=decoders.ByteLevel(), post_processor=ByteLevelProcessor())
+    tok.train_from_iterator(sample_lines(), BPETrainer(
+        vocab_size=600, special_tokens=("<|endoftext|>",),
+        initial_alphabet=tuple(pre_tokenizers.ByteLevel.alphabet())))
+    return tok
+
+
+def wordpiece_tokenizer() -> Tokenizer:
+    tok = Tokenizer(WordPiece({"[UNK]": 0}), normalizer=BertNormalizer(),
+                    pre_tokenizer=BertPreTokenizer(), decoder=WordPieceDecoder())
+    tok.train_from_iterator(sample_lines(), WordPieceTrainer(
+        vocab_size=600, special_tokens=("[UNK]", "[CLS]", "[SEP]", "[PAD]")))
+    tok.post_processor = bert_processing(tok.model)
+    return tok
+
+
+def unigram_tokenizer() -> Tokenizer:
+    tok = Tokenizer(Unigram([("<unk>", 0.0)], unk_id=0), pre_tokenizer=pre_tokenizers.Metaspace(),
+                    decoder=decoders.Metaspace())
+    tok.train_from_iterator(sample_lines(), UnigramTrainer(
+        vocab_size=400, special_tokens=("<unk>", "<s>"), unk_token="<unk>"))
+    tok.add_special_tokens(["<s>"])
+    return tok
+
+
+@pytest.fixture(scope="module")
+def trained(tmp_path_factory) -> list[tuple[Tokenizer, object]]:
+    out = []
+    for name, make in [("bpe", bpe_tokenizer), ("wordpiece", wordpiece_tokenizer),
+                       ("unigram", unigram_tokenizer)]:
+        tok = make()
+        path = tmp_path_factory.mktemp("words") / f"{name}.json"
+        tok.save(path, hf_compatible=True)
+        out.append((Tokenizer.from_file(path), tokenizers.Tokenizer.from_file(str(path))))
+    return out
+
+
+TEXT = st.lists(st.sampled_from(list("abcdefghij ALICE,.!'-\n\t0123 éü中文") +
+                                ["<s>", "[CLS]", "<|endoftext|>", "  "]),
+                max_size=40).map("".join)
+
+
+@settings(max_examples=60)
+@given(text=TEXT, pair=st.none() | TEXT)
+def test_trained_tokenizers_agree(trained, text, pair):
+    for ours, theirs in trained:
+        expected = theirs.encode(text, pair) if pair is not None else theirs.encode(text)
+        got = ours.encode(text, pair)
+        assert differences(got, expected, max(len(text), len(pair or ""))) == []
+
+
+@settings(max_examples=25)
+@given(texts=st.lists(st.tuples(TEXT, st.none() | TEXT), min_size=1, max_size=4),
+       max_length=st.integers(6, 12), stride=st.integers(0, 2),
+       strategy=st.sampled_from(["longest_first", "only_first", "only_second"]),
+       side=st.sampled_from(["right", "left"]), pad_side=st.sampled_from(["right", "left"]))
+def test_trained_tokenizers_agree_in_batches(trained, texts, max_length, stride, strategy,
+                                             side, pad_side):
+    inputs = [t if p is None else (t, p) for t, p in texts]
+    longest = max(len(t) + len(p or "") for t, p in texts)
+    ours_truncation = Truncation(max_length=max_length, stride=stride, side=side,
+                                 strategy=STRATEGIES[strategy])
+    for ours, theirs in trained:
+        theirs.enable_truncation(max_length, stride=stride, strategy=strategy, direction=side)
+        theirs.enable_padding(direction=pad_side, pad_id=0, pad_token="[PAD]")
+        try:
+            expected = theirs.encode_batch(inputs)
+        except BaseException as e:  # (a stride too long for what is left: a Rust panic)
+            expected = e
+        finally:
+            theirs.no_truncation()
+            theirs.no_padding()
+        try:
+            got = ours.encode_batch(inputs, truncation=ours_truncation,
+                                    padding=Padding(side=pad_side))
+        except Exception as e:
+            assert isinstance(expected, BaseException), e
+            continue
+        assert not isinstance(expected, BaseException), expected
+        for mine, other in zip(got, expected, strict=True):
+            assert differences(mine, other, longest) == []
+
+
+STRATEGIES = {"longest_first": "LongestFirst", "only_first": "OnlyFirst",
+              "only_second": "OnlySecond"}
+
+
+# -- real files ---------------------------------------------------------------------------
+
+REAL = ["gpt2", "all-MiniLM-L6-v2", "mistral-7b-v0.3"]
+
+
+@pytest.fixture(scope="module")
+def real(shared_data) -> list[tuple[Tokenizer, object]]:
+    out = []
+    for name in REAL:
+        path = shared_data / "tokenizers" / name / "tokenizer.json"
+        ours = Tokenizer.from_file(path)
+        ours.truncation = ours.padding = None  # (MiniLM's file pads to 128)
+        theirs = tokenizers.Tokenizer.from_file(str(path))
+        theirs.no_truncation()
+        theirs.no_padding()
+        out.append((ours, theirs))
+    return out
+
+
+def test_real_files_agree(real, shared_data):
+    lines = (shared_data / "text" / "en" / "ud_en_ewt_dev.txt").read_text("utf-8").splitlines()
+    lines = lines[:120:3] + (shared_data / "text" / "zh" / "ud_zh_gsdsimp_dev.txt").read_text(
+        "utf-8").splitlines()[:20] + ["<s>Hi</s> [CLS] x<|endoftext|>y", "", " ", "a  b\n\nc"]
+    for ours, theirs in real:
+        for k, text in enumerate(lines):
+            pair = lines[k - 1] if k % 2 else None
+            expected = theirs.encode(text, pair) if pair is not None else theirs.encode(text)
+            found = differences(ours.encode(text, pair), expected,
+                                max(len(text), len(pair or "")))
+            assert found == [], (text, pair, found[:3])
+        got = ours.encode_batch(lines)
+        for text, mine, other in zip(lines, got, theirs.encode_batch(lines), strict=True):
+            assert differences(mine, other, len(text)) == [], text
+
+
+def test_real_files_agree_when_truncated_and_padded(real):
+    text = "Hello world, how are you doing today, my naïve friend? Don't stop-believing!"
+    pair = "And the second one, too: 123456 日本語"
+    for ours, theirs in real:
+        for strategy, ours_strategy in STRATEGIES.items():
+            for side in ("right", "left"):
+                for max_length, stride in [(9, 2), (14, 4)]:
+                    for pad_side in ("right", "left"):
+                        theirs.enable_truncation(max_length, stride=stride, strategy=strategy,
+                                                 direction=side)
+                        theirs.enable_padding(direction=pad_side, length=16)
+                        ours.padding = Padding(side=pad_side, length=16)
+                        truncation = Truncation(max_length=max_length, stride=stride, side=side,
+                                                strategy=ours_strategy)
+                        try:
+                            for add in (True, False):
+                                where = f"{strategy} {side} {max_length}/{stride} {pad_side} "
+                                try:
+                                    other = theirs.encode(text, pair, add_special_tokens=add)
+                                except BaseException:  # (an input too short to cut: both
+                                    with pytest.raises(InputError):  # refuse it)
+                                        ours.encode(text, pair, add_special_tokens=add,
+                                                    truncation=truncation)
+                                    continue
+                                mine = ours.encode(text, pair, add_special_tokens=add,
+                                                   truncation=truncation)
+                                assert differences(mine, other, len(text), where) == []
+                        finally:
+                            ours.padding = None
+                            theirs.no_truncation()
+                            theirs.no_padding()
