@@ -151,6 +151,11 @@ class Encoding:
     def word_ids(self, value: list[int | None]) -> None:
         self._words = value
 
+    @property
+    def words(self) -> list[int | None]:
+        """``word_ids`` (tokenizers' older name for them)."""
+        return self.word_ids
+
     def _words_of(self, source: Words) -> list[int | None]:
         if isinstance(source, list):
             return source
@@ -417,6 +422,100 @@ class Encoding:
             out.attention_mask = [x for p in parts for x in p.attention_mask]
         if special:
             out.special_tokens_mask = [x for p in parts for x in p.special_tokens_mask]
+        return out
+
+    @staticmethod
+    def laid_out(layout: list[tuple[Encoding, int] | tuple[list[int], str, int]]) -> Encoding:
+        """A post-processor's layout in one pass: each item an input with the type id it takes
+        (``(encoding, type_id)``), or a special token's ids, its name and their type id. What
+        :meth:`concat` gives the same parts, each input retyped and each special token an
+        encoding of its own (offsets (0, 0), special mask 1, no word, no input), without making
+        those encodings: their making and concat's walk over them were a third of ``encode``
+        on a BERT tokenizer."""
+        ids: list[int] = []
+        starts: list[int] = []
+        ends: list[int] = []
+        typed = False  # (type ids made only if one is not 0)
+        for item in layout:
+            typed = typed or item[-1] != 0
+        types: list[int] = []
+        special: list[int] = []
+        attention: list[int] | None = None  # (made only if an input has its own)
+        ranges: dict[int, tuple[int, int]] | None = None
+        words: list[int | Words] = []
+        to_token = None
+        for item in layout:
+            if len(item) == 2:
+                to_token = item[0]._lazy_tokens()
+                break
+        worded = mixed = False  # (as in concat)
+        owner = None
+        for item in layout:
+            at = len(ids)
+            if len(item) == 3:  # a special token
+                token_ids, name, type_id = item
+                k = len(token_ids)
+                ids += token_ids
+                starts += [0] * k
+                ends += [0] * k
+                if typed:
+                    types += [type_id] * k
+                special += [1] * k
+                if attention is not None:
+                    attention += [1] * k
+                words.append(k)
+                if to_token is not None:
+                    for i in token_ids:
+                        if (to_token(i) or "") != name:
+                            to_token = None
+                            break
+                continue
+            e, type_id = item
+            n = len(e.ids)
+            if e._ranges is not None:
+                if ranges is None:
+                    ranges = {}
+                if e._ranges is _WHOLE:
+                    ranges[0] = (at, at + n)
+                else:
+                    for sequence, (a, b) in e._sequence_ranges().items():
+                        ranges[sequence] = (a + at, b + at)
+            w = e._words
+            if w is None:
+                words.append(n)
+            else:
+                if type(w) is tuple:
+                    words += w
+                else:
+                    words.append(w)
+                if not worded:
+                    worded, owner = True, e._id_to_token
+                elif e._id_to_token is not owner and e._id_to_token != owner:
+                    mixed = True
+            if to_token is not None and e._lazy_tokens() != to_token:
+                to_token = None
+            ids += e.ids
+            s, t = e._starts_ends()
+            starts += s
+            ends += t
+            if typed:
+                types += [type_id] * n
+            special += e._special_tokens_mask or [0] * n
+            if e._attention_mask is not None and attention is None:
+                attention = [1] * at
+            if attention is not None:
+                attention += e.attention_mask
+        tokens = None
+        if to_token is None:
+            tokens = [t for item in layout for t in
+                      (item[0].tokens if len(item) == 2 else [item[1]] * len(item[0]))]
+        out = Encoding(ids, tokens, (starts, ends), types if typed else None, attention, special,
+                       id_to_token=to_token, sequence_ranges=ranges)
+        if worded:
+            if mixed or (owner is not to_token and owner != to_token):
+                words = [w for item in layout for w in
+                         (_word_sources(item[0], to_token) if len(item) == 2 else [len(item[0])])]
+            out._words = tuple(words)
         return out
 
     def truncated(self, max_length: int, stride: int = 0, side: Side = "right") -> Encoding:

@@ -90,7 +90,7 @@ class TemplateProcessing:
         """The template's layout of ``a`` (and ``b``). ``overflow`` says which input is an
         overflowing window rather than the first: as in tokenizers, such a window keeps the
         type id it was encoded with (0 for $A, 1 for $B) instead of the template's."""
-        parts: list[Encoding] = []
+        layout: list[tuple[Encoding, int] | tuple[list[int], str, int]] = []
         for kind, name, tid in self.pair if b is not None else self.single:
             # Without special tokens the inputs still take the template's type ids, as in
             # Hugging Face.
@@ -100,15 +100,10 @@ class TemplateProcessing:
                 second = name == "B"
                 if overflow[second]:
                     tid = int(second)
-                parts.append(seq.retyped(tid))
+                layout.append((seq, tid))
             elif add_special_tokens:
-                ids = self.special_tokens[name]
-                tokens = [name] if len(ids) == 1 else [name] * len(ids)
-                zeros = [0] * len(ids)
-                parts.append(Encoding(list(ids), tokens, (zeros, zeros),
-                                      [tid] * len(ids) if tid else None, None, [1] * len(ids),
-                                      id_to_token=a.token_source))
-        return Encoding.concat(parts)
+                layout.append((self.special_tokens[name], name, tid))
+        return Encoding.laid_out(layout)
 
     def to_dict(self) -> dict[str, Any]:
         def items(template: list[Item]) -> list[dict[str, Any]]:

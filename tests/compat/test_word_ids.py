@@ -88,7 +88,7 @@ def test_wordpiece_words_by_hand():
     e = tok.encode("Hello worlds, unbelievable", "hello")
     assert e.tokens == ["[CLS]", "hello", "world", "##s", ",", "un", "##believ", "##able",
                         "[SEP]", "hello", "[SEP]"]
-    assert e.word_ids == [None, 0, 1, 1, 2, 3, 3, 3, None, 0, None]
+    assert e.word_ids == e.words == [None, 0, 1, 1, 2, 3, 3, 3, None, 0, None]
     assert e.sequence_ids == [None, 0, 0, 0, 0, 0, 0, 0, None, 1, None]
     assert e.n_sequences == 2
     assert e.word_to_tokens(1) == (2, 4) and e.word_to_tokens(0, 1) == (9, 10)
