@@ -957,6 +957,35 @@ nb::object encode_offsets(const BPEModel& model, int pattern, nb::handle text) {
   return offset_lists(e);
 }
 
+// The word of each token of text (the place of its piece among the text's pieces, plus base),
+// and how many pieces the text has: tokenizers' word ids, for Encoding.word_ids. A token's
+// piece is the one its first character is in (a token never spans two pieces).
+nb::tuple encode_word_ids(const BPEModel& model, int pattern, nb::handle text, uint32_t base) {
+  const tokenmill::SplitPattern p = split_pattern(pattern);
+  const tokenmill::TextRef ref = text_ref(text.ptr());
+  if (static_cast<uint64_t>(ref.length) >= (uint64_t{1} << 32)) {
+    throw tokenmill::Error("text is 4 Gi characters or longer");
+  }
+  tokenmill::Encoded e;
+  std::vector<uint32_t> ends;
+  std::vector<uint32_t> words;
+  {
+    nb::gil_scoped_release release;
+    tokenmill::encode_text(model, p, tokenmill::utf8_of(ref), true, e);
+    tokenmill::release_utf8_scratch();
+    const int width = ref.width == 0 ? 1 : static_cast<int>(ref.width);
+    tokenmill::pretokenize_units(p, ref.data, ref.length, width, ends);
+    if (ends.size() > (uint64_t{1} << 32) - 1 - base) throw tokenmill::Error("too many words");
+    words.resize(e.starts.size());
+    std::size_t piece = 0;
+    for (std::size_t t = 0; t < e.starts.size(); ++t) {
+      while (piece + 1 < ends.size() && e.starts[t] >= ends[piece]) ++piece;
+      words[t] = base + static_cast<uint32_t>(piece);
+    }
+  }
+  return nb::make_tuple(id_list(words), ends.size());
+}
+
 // encode_offsets of each text, on up to `threads` threads with the GIL released: a list of
 // (ids, starts, ends) tuples.
 nb::list encode_offsets_batch(const BPEModel& model, int pattern, nb::handle text_list,
@@ -1266,6 +1295,7 @@ NB_MODULE(_core, m) {
       "tokens"_a, "ranks"_a);
   m.def("encode_ids", &encode_ids, "model"_a, "pattern"_a, "text"_a);
   m.def("encode_offsets", &encode_offsets, "model"_a, "pattern"_a, "text"_a);
+  m.def("encode_word_ids", &encode_word_ids, "model"_a, "pattern"_a, "text"_a, "base"_a);
   m.def("encode_offsets_batch", &encode_offsets_batch, "model"_a, "pattern"_a, "texts"_a,
         "threads"_a);
   m.def("encode_ids_batch", &encode_ids_batch, "model"_a, "pattern"_a, "texts"_a, "threads"_a);

@@ -366,102 +366,53 @@ class Encoding:
         """One encoding holding ``parts`` one after another. Where every part's tokens are
         what one id -> token function gives their ids (the model's tokens, and special tokens
         spelled as in the vocabulary), the tokens stay unmade, and the offsets stay in two
-        lists until asked for."""
+        lists until asked for; so do masks unmade in every part (their defaults)."""
+        return Encoding.laid_out([(p, None) for p in parts])
+
+    @staticmethod
+    def laid_out(layout: list[tuple[Encoding, int | None] | tuple[list[int], str, int]]
+                 ) -> Encoding:
+        """Parts laid out one after another: each an encoding with the type id its tokens take
+        (``(encoding, type_id)``; None: their own), or a special token's ids, its name and
+        their type id, as a post-processor adds it (offsets (0, 0), special mask 1, no word, no
+        input). A template's special tokens are not made encodings of their own first: their
+        making and a walk over them were a third of ``encode`` on a BERT tokenizer."""
+        typed = masked = attended = False  # (a list made only where a part has one)
+        to_token = None  # the id -> token function of every part, if they share one
+        first: Encoding | None = None  # (whose function to_token starts as)
+        for item in layout:
+            if len(item) == 3:
+                typed = typed or item[2] != 0
+                masked = True
+                continue
+            e, type_id = item
+            typed = typed or (e._type_ids is not None if type_id is None else type_id != 0)
+            masked = masked or e._special_tokens_mask is not None
+            attended = attended or e._attention_mask is not None
+            if first is None:
+                to_token, first = e._lazy_tokens(), e
         ids: list[int] = []
         starts: list[int] = []
         ends: list[int] = []
-        to_token = parts[0]._lazy_tokens() if parts else None
-        # Masks left unmade in every part (their defaults) stay so.
-        types = attention = special = False
+        types: list[int] = []
+        special: list[int] = []
+        attention: list[int] = []
         ranges: dict[int, tuple[int, int]] | None = None  # (each part's, moved along)
         words: list[int | Words] = []  # (the tuple of the parts' words)
         worded = mixed = False  # some part has words; their parts' tokenizers differ
         owner = None  # the id_to_token of the first part with words
-        for k, p in enumerate(parts):
-            if p._ranges is not None:
-                if ranges is None:
-                    ranges = {}
-                if p._ranges is _WHOLE:
-                    ranges[0] = (len(ids), len(ids) + len(p.ids))
-                else:
-                    for sequence, (a, b) in p._sequence_ranges().items():
-                        ranges[sequence] = (a + len(ids), b + len(ids))
-            w = p._words
-            if w is None:
-                words.append(len(p.ids))
-            else:
-                if type(w) is tuple:
-                    words += w
-                else:
-                    words.append(w)
-                if not worded:
-                    worded, owner = True, p._id_to_token
-                elif p._id_to_token is not owner and p._id_to_token != owner:
-                    mixed = True
-            if k and to_token is not None and p._lazy_tokens() != to_token:
-                to_token = None
-            ids += p.ids
-            s, e = p._starts_ends()
-            starts += s
-            ends += e
-            types = types or p._type_ids is not None
-            attention = attention or p._attention_mask is not None
-            special = special or p._special_tokens_mask is not None
-        tokens = None if to_token is not None else [t for p in parts for t in p.tokens]
-        out = Encoding(ids, tokens, (starts, ends), id_to_token=to_token,
-                       sequence_ranges=ranges)
-        if worded:
-            # (a text's words are made by the tokenizer of the encoding's id_to_token: where
-            # a part's is another, each part's are bound to its own)
-            if mixed or (owner is not to_token and owner != to_token):
-                words = [w for p in parts for w in _word_sources(p, to_token)]
-            out._words = tuple(words)
-        if types:
-            out.type_ids = [x for p in parts for x in p.type_ids]
-        if attention:
-            out.attention_mask = [x for p in parts for x in p.attention_mask]
-        if special:
-            out.special_tokens_mask = [x for p in parts for x in p.special_tokens_mask]
-        return out
-
-    @staticmethod
-    def laid_out(layout: list[tuple[Encoding, int] | tuple[list[int], str, int]]) -> Encoding:
-        """A post-processor's layout in one pass: each item an input with the type id it takes
-        (``(encoding, type_id)``), or a special token's ids, its name and their type id. What
-        :meth:`concat` gives the same parts, each input retyped and each special token an
-        encoding of its own (offsets (0, 0), special mask 1, no word, no input), without making
-        those encodings: their making and concat's walk over them were a third of ``encode``
-        on a BERT tokenizer."""
-        ids: list[int] = []
-        starts: list[int] = []
-        ends: list[int] = []
-        typed = False  # (type ids made only if one is not 0)
-        for item in layout:
-            typed = typed or item[-1] != 0
-        types: list[int] = []
-        special: list[int] = []
-        attention: list[int] | None = None  # (made only if an input has its own)
-        ranges: dict[int, tuple[int, int]] | None = None
-        words: list[int | Words] = []
-        to_token = None
-        for item in layout:
-            if len(item) == 2:
-                to_token = item[0]._lazy_tokens()
-                break
-        worded = mixed = False  # (as in concat)
-        owner = None
         for item in layout:
             at = len(ids)
             if len(item) == 3:  # a special token
-                token_ids, name, type_id = item
+                token_ids, name, special_type = item
                 k = len(token_ids)
                 ids += token_ids
                 starts += [0] * k
                 ends += [0] * k
                 if typed:
-                    types += [type_id] * k
+                    types += [special_type] * k
                 special += [1] * k
-                if attention is not None:
+                if attended:
                     attention += [1] * k
                 words.append(k)
                 if to_token is not None:
@@ -492,29 +443,32 @@ class Encoding:
                     worded, owner = True, e._id_to_token
                 elif e._id_to_token is not owner and e._id_to_token != owner:
                     mixed = True
-            if to_token is not None and e._lazy_tokens() != to_token:
+            if to_token is not None and e is not first and e._lazy_tokens() != to_token:
                 to_token = None
             ids += e.ids
             s, t = e._starts_ends()
             starts += s
             ends += t
             if typed:
-                types += [type_id] * n
-            special += e._special_tokens_mask or [0] * n
-            if e._attention_mask is not None and attention is None:
-                attention = [1] * at
-            if attention is not None:
-                attention += e.attention_mask
+                types += e.type_ids if type_id is None else [type_id] * n
+            if masked:
+                special += e._special_tokens_mask or [0] * n
+            if attended:
+                attention += e._attention_mask or [1] * n
         tokens = None
         if to_token is None:
             tokens = [t for item in layout for t in
                       (item[0].tokens if len(item) == 2 else [item[1]] * len(item[0]))]
-        out = Encoding(ids, tokens, (starts, ends), types if typed else None, attention, special,
+        out = Encoding(ids, tokens, (starts, ends), types if typed else None,
+                       attention if attended else None, special if masked else None,
                        id_to_token=to_token, sequence_ranges=ranges)
         if worded:
+            # (a text's words are made by the tokenizer of the encoding's id_to_token: where
+            # a part's is another, each part's are bound to its own)
             if mixed or (owner is not to_token and owner != to_token):
                 words = [w for item in layout for w in
-                         (_word_sources(item[0], to_token) if len(item) == 2 else [len(item[0])])]
+                         (_word_sources(item[0], to_token) if len(item) == 2
+                          else [len(item[0])])]
             out._words = tuple(words)
         return out
 

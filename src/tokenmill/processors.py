@@ -90,7 +90,7 @@ class TemplateProcessing:
         """The template's layout of ``a`` (and ``b``). ``overflow`` says which input is an
         overflowing window rather than the first: as in tokenizers, such a window keeps the
         type id it was encoded with (0 for $A, 1 for $B) instead of the template's."""
-        layout: list[tuple[Encoding, int] | tuple[list[int], str, int]] = []
+        layout: list[tuple[Encoding, int | None] | tuple[list[int], str, int]] = []
         for kind, name, tid in self.pair if b is not None else self.single:
             # Without special tokens the inputs still take the template's type ids, as in
             # Hugging Face.
