@@ -233,6 +233,8 @@ class BertProcessing(TemplateProcessing):
         super().__init__([cls[0], "$A", sep[0]], [cls[0], "$A", sep[0], "$B:1", f"{sep[0]}:1"],
                          [self.cls, self.sep])
 
+    keeps_marks = False  # (see TemplateProcessing)
+
     def to_dict(self) -> dict[str, Any]:
         return {"type": "BertProcessing", "sep": list(self.sep), "cls": list(self.cls)}
 

@@ -5,8 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
-from functools import partial
-from typing import Any, Literal
+from typing import Any, Literal, cast
 
 from tokenmill.errors import InputError
 
@@ -16,18 +15,21 @@ SIDES: tuple[Side, ...] = ("right", "left")
 STRATEGIES: tuple[Strategy, ...] = ("LongestFirst", "OnlyFirst", "OnlySecond")
 
 # Each token's word (its pre-token's place among its input's pre-tokens, None for a token a
-# post-processor added or padding), or what makes them when first asked for: a function; the
-# input's text, pre-tokenized again by the tokenizer whose id_to_token the encoding has (a str
-# is all an encoding keeps for its words until asked: a batch of encodings that each held a
-# function and its arguments gave the cyclic collector more objects to walk); or, from
-# Encoding.concat, a tuple of its parts' words, each a number of tokens of no word or one of
-# these (a part is not kept for them).
+# post-processor added or padding), or what makes them when first asked for: a function (such
+# as _Words); the input's text, pre-tokenized again by the tokenizer whose id_to_token the
+# encoding has, as it was when it encoded the text (a str is all an encoding keeps for its
+# words until asked: a batch of encodings that each held a function and its arguments gave the
+# cyclic collector more objects to walk); or, from Encoding.laid_out, a tuple of its parts'
+# words, each a number of tokens of no word or one of these (a part is not kept for them).
 Words = list[int | None] | str | tuple | Callable[[], list[int | None]] | None
 # Which tokens belong to which input: {sequence id: (first token, end)}, as tokenizers keeps
 # them. None: no input is marked (every token counts as input 0); _WHOLE: input 0 is every
 # token, however many there are when asked.
 Ranges = dict[int, tuple[int, int]] | str | None
 _WHOLE = "whole"
+# A part of Encoding.laid_out: (encoding, type id or None, input or None), or a special token's
+# (ids, name, type id).
+Layout = tuple[Any, Any, Any]
 
 
 class Encoding:
@@ -49,7 +51,8 @@ class Encoding:
     """
 
     __slots__ = ("ids", "_tokens", "_offsets", "_type_ids", "_attention_mask",
-                 "_special_tokens_mask", "overflowing", "_id_to_token", "_words", "_ranges")
+                 "_special_tokens_mask", "overflowing", "_id_to_token", "_words", "_ranges",
+                 "_made_at")
 
     def __init__(self, ids: list[int], tokens: list[str] | None = None,
                  offsets: list[tuple[int, int]] | tuple[list[int], list[int]] | None = None,
@@ -68,6 +71,7 @@ class Encoding:
         self._id_to_token = id_to_token
         self._words = words
         self._ranges = sequence_ranges or None
+        self._made_at = -1  # (the tokenizer's _generation when it encoded a text of _words)
 
     @property
     def tokens(self) -> list[str]:
@@ -131,19 +135,15 @@ class Encoding:
         (counting an added token met in the text as one), None for a token the post-processor
         added and for padding."""
         words = self._words
-        if isinstance(words, list):
+        if type(words) is list:
             return words
         if words is None:
             words = [None] * len(self.ids)
+        elif isinstance(words, (str, tuple)):
+            words = _made_words(words, _tokenizer_of(self._id_to_token, words), self._made_at,
+                                len(self.ids))
         else:
-            parts = words if isinstance(words, tuple) else (words,)
-            words = []
-            for part in parts:
-                words += [None] * part if isinstance(part, int) else self._words_of(part)
-            if len(words) != len(self.ids):
-                raise InputError(f"the tokenizer changed between encoding this text and asking "
-                                 f"for its word ids ({len(self.ids)} tokens then, {len(words)} "
-                                 "now): encode it again")
+            words = cast("Callable[[], list[int | None]]", words)()
         self._words = words
         return words
 
@@ -156,14 +156,22 @@ class Encoding:
         """``word_ids`` (tokenizers' older name for them)."""
         return self.word_ids
 
-    def _words_of(self, source: Words) -> list[int | None]:
-        if isinstance(source, list):
-            return source
-        if isinstance(source, str):  # (the text of an encoding from a Tokenizer)
-            tokenizer = _tokenizer_of(self._id_to_token)
-            return tokenizer._word_ids_of(source, tokenizer._added, None)
-        assert callable(source)  # (a tuple's parts are never tuples)
-        return source()
+    def __getstate__(self) -> tuple[None, dict[str, Any]]:
+        # Words still to be made are made first: a text's need its tokenizer as it was when
+        # it encoded the text, which an unpickled copy of the tokenizer cannot say it is.
+        state = {name: getattr(self, name) for name in self.__slots__}
+        state["_words"] = self.word_ids
+        return None, state
+
+    def _word_source(self) -> Words:
+        """What makes this encoding's words, to share with the encodings made from it (its
+        windows, its copies): its list, or a _Words that will make them once for all of
+        them, which does not keep this encoding."""
+        words = self._words
+        if isinstance(words, (str, tuple)):
+            words = self._words = _Words(words, _tokenizer_of(self._id_to_token, words),
+                                         self._made_at, len(self.ids))
+        return words
 
     def _sequence_ranges(self) -> dict[int, tuple[int, int]]:
         ranges = self._ranges
@@ -273,9 +281,7 @@ class Encoding:
         fields: dict[str, object] = {f: getattr(self, f) for f in
                                      ("ids", "tokens", "offsets", "type_ids", "attention_mask",
                                       "special_tokens_mask", "overflowing")}
-        # (words made only if asked for; a text's, by this encoding's tokenizer)
-        fields["words"] = self._words if not isinstance(self._words, (str, tuple)) else \
-            lambda: self.word_ids
+        fields["words"] = self._word_source()  # (made only if asked for)
         fields["sequence_ranges"] = self._ranges
         fields.update(changes)
         return Encoding(**fields)  # type: ignore[arg-type]
@@ -288,11 +294,13 @@ class Encoding:
         return f"Encoding(num_tokens={len(self.ids)}, ids={self.ids[:8]}{more})"
 
     def _window(self, i: int, j: int) -> Encoding:
-        ranges = {s: (max(a, i) - i, min(b, j) - i)
-                  for s, (a, b) in self._sequence_ranges().items() if max(a, i) < min(b, j)}
+        # (no input marked, as tokenizers' truncate leaves a window)
+        words = self._word_source()
         return Encoding(self.ids[i:j], self.tokens[i:j], self.offsets[i:j], self.type_ids[i:j],
                         self.attention_mask[i:j], self.special_tokens_mask[i:j],
-                        words=lambda: self.word_ids[i:j], sequence_ranges=ranges)
+                        words=words[i:j] if isinstance(words, list) else
+                        None if words is None else
+                        _WordSlice(cast("Callable[[], list[int | None]]", words), i, j))
 
     @staticmethod
     def whole(encoded: tuple[list[int], list[int], list[int]],
@@ -367,25 +375,28 @@ class Encoding:
         what one id -> token function gives their ids (the model's tokens, and special tokens
         spelled as in the vocabulary), the tokens stay unmade, and the offsets stay in two
         lists until asked for; so do masks unmade in every part (their defaults)."""
-        return Encoding.laid_out([(p, None) for p in parts])
+        return Encoding.laid_out([(p, None, None) for p in parts])
 
     @staticmethod
-    def laid_out(layout: list[tuple[Encoding, int | None] | tuple[list[int], str, int]]
-                 ) -> Encoding:
-        """Parts laid out one after another: each an encoding with the type id its tokens take
-        (``(encoding, type_id)``; None: their own), or a special token's ids, its name and
-        their type id, as a post-processor adds it (offsets (0, 0), special mask 1, no word, no
-        input). A template's special tokens are not made encodings of their own first: their
-        making and a walk over them were a third of ``encode`` on a BERT tokenizer."""
+    def laid_out(layout: list[Layout], own_marks: bool = True) -> Encoding:
+        """Parts laid out one after another: each an encoding, with the type id its tokens
+        take (None: their own) and the input it is marked as (None: none; its own marks are
+        kept too, unless ``own_marks`` is false), as ``(encoding, type_id, sequence)``; or a
+        special token as a
+        post-processor adds it, as ``(ids, name, type_id)`` (offsets (0, 0), special mask 1,
+        no word, no input). A template's special tokens are not made encodings of their own
+        first: their making and a walk over them were a third of ``encode`` on a BERT
+        tokenizer."""
         typed = masked = attended = False  # (a list made only where a part has one)
         to_token = None  # the id -> token function of every part, if they share one
         first: Encoding | None = None  # (whose function to_token starts as)
         for item in layout:
-            if len(item) == 3:
+            e = item[0]
+            if not isinstance(e, Encoding):
                 typed = typed or item[2] != 0
                 masked = True
                 continue
-            e, type_id = item
+            type_id = item[1]
             typed = typed or (e._type_ids is not None if type_id is None else type_id != 0)
             masked = masked or e._special_tokens_mask is not None
             attended = attended or e._attention_mask is not None
@@ -400,11 +411,11 @@ class Encoding:
         ranges: dict[int, tuple[int, int]] | None = None  # (each part's, moved along)
         words: list[int | Words] = []  # (the tuple of the parts' words)
         worded = mixed = False  # some part has words; their parts' tokenizers differ
-        owner = None  # the id_to_token of the first part with words
+        owner: Encoding | None = None  # the first part with words
         for item in layout:
             at = len(ids)
-            if len(item) == 3:  # a special token
-                token_ids, name, special_type = item
+            if not isinstance(item[0], Encoding):  # a special token
+                token_ids, name, special_type = cast("tuple[list[int], str, int]", item)
                 k = len(token_ids)
                 ids += token_ids
                 starts += [0] * k
@@ -421,16 +432,19 @@ class Encoding:
                             to_token = None
                             break
                 continue
-            e, type_id = item
+            e, type_id, sequence = cast("tuple[Encoding, int | None, int | None]", item)
             n = len(e.ids)
-            if e._ranges is not None:
+            own = e._ranges if own_marks else None
+            if own is not None or sequence is not None:
                 if ranges is None:
                     ranges = {}
-                if e._ranges is _WHOLE:
+                if own is _WHOLE:
                     ranges[0] = (at, at + n)
-                else:
-                    for sequence, (a, b) in e._sequence_ranges().items():
-                        ranges[sequence] = (a + at, b + at)
+                elif own is not None:
+                    for seq_id, (a, b) in e._sequence_ranges().items():
+                        ranges[seq_id] = (a + at, b + at)
+                if sequence is not None:
+                    ranges[sequence] = (at, at + n)
             w = e._words
             if w is None:
                 words.append(n)
@@ -439,9 +453,10 @@ class Encoding:
                     words += w
                 else:
                     words.append(w)
-                if not worded:
-                    worded, owner = True, e._id_to_token
-                elif e._id_to_token is not owner and e._id_to_token != owner:
+                if owner is None:
+                    worded, owner = True, e
+                elif e._id_to_token is not owner._id_to_token and \
+                        e._id_to_token != owner._id_to_token:
                     mixed = True
             if to_token is not None and e is not first and e._lazy_tokens() != to_token:
                 to_token = None
@@ -455,21 +470,27 @@ class Encoding:
                 special += e._special_tokens_mask or [0] * n
             if attended:
                 attention += e._attention_mask or [1] * n
-        tokens = None
+        tokens: list[str] | None = None
         if to_token is None:
-            tokens = [t for item in layout for t in
-                      (item[0].tokens if len(item) == 2 else [item[1]] * len(item[0]))]
+            tokens = []
+            for item in layout:
+                if isinstance(item[0], Encoding):
+                    tokens += item[0].tokens
+                else:
+                    tokens += [item[1]] * len(item[0])
         out = Encoding(ids, tokens, (starts, ends), types if typed else None,
                        attention if attended else None, special if masked else None,
                        id_to_token=to_token, sequence_ranges=ranges)
-        if worded:
-            # (a text's words are made by the tokenizer of the encoding's id_to_token: where
-            # a part's is another, each part's are bound to its own)
-            if mixed or (owner is not to_token and owner != to_token):
+        if worded and owner is not None:
+            # (a text's words are made by the tokenizer of the encoding's id_to_token, as it
+            # was when it encoded it: where a part's is another, each part's are bound to its
+            # own)
+            if mixed or (owner._id_to_token is not to_token and owner._id_to_token != to_token):
                 words = [w for item in layout for w in
-                         (_word_sources(item[0], to_token) if len(item) == 2
+                         (_word_sources(item[0]) if isinstance(item[0], Encoding)
                           else [len(item[0])])]
             out._words = tuple(words)
+            out._made_at = owner._made_at
         return out
 
     def truncated(self, max_length: int, stride: int = 0, side: Side = "right") -> Encoding:
@@ -597,28 +618,90 @@ class Padding:
                 "pad_type_id": self.pad_type_id, "pad_token": self.pad_token}
 
 
-def _word_sources(part: Encoding, to_token: Callable[[int], str | None] | None
-                  ) -> list[int | Words]:
-    """``part``'s words as Encoding.concat keeps them for an encoding whose id_to_token is
-    ``to_token``: a text's bound to the part's tokenizer, where that is another."""
-    owner = part._id_to_token
-    sources = part._words if isinstance(part._words, tuple) else \
-        (part._words if part._words is not None else len(part.ids),)
-    if owner == to_token:
-        return list(sources)
-    tokenizer = _tokenizer_of(owner)
-    return [partial(tokenizer._word_ids_of, w, tokenizer._added, None) if isinstance(w, str)
-            else w for w in sources]
+def _word_sources(part: Encoding) -> list[int | Words]:
+    """``part``'s words as Encoding.laid_out keeps them where its parts' tokenizers differ:
+    each text's bound to its tokenizer."""
+    words = part._words
+    sources = words if type(words) is tuple else (words if words is not None else len(part.ids),)
+    tokenizer = None
+    out: list[int | Words] = []
+    for w in sources:
+        if isinstance(w, str):
+            tokenizer = tokenizer or _tokenizer_of(part._id_to_token, w)
+            w = _Words(w, tokenizer, part._made_at, None)
+        out.append(w)
+    return out
 
 
-def _tokenizer_of(to_token: Callable[[int], str | None] | None) -> Any:
-    """The Tokenizer whose id_to_token ``to_token`` is (an encoding's text's words are made
-    by it)."""
+def _tokenizer_of(to_token: Callable[[int], str | None] | None, words: Words) -> Any:
+    """The Tokenizer whose id_to_token ``to_token`` is, which makes the words of an
+    encoding's text (None where ``words`` hold no text)."""
+    if isinstance(words, tuple) and not any(isinstance(w, str) for w in words) \
+            or not isinstance(words, (str, tuple)):
+        return None
     tokenizer = getattr(to_token, "__self__", None)
     if not hasattr(tokenizer, "_word_ids_of"):
         raise InputError("this encoding's word ids were to be made by the tokenizer that "
                          "encoded it, which it no longer names")
     return tokenizer
+
+
+def _made_words(source: Words, tokenizer: Any, made_at: int,
+                count: int | None) -> list[int | None]:
+    """The words ``source`` stands for (see Words): a text's by ``tokenizer``, which must be
+    as it was (its _generation ``made_at``) when it encoded the text; ``count`` of them."""
+    words: list[int | None] = []
+    for part in source if type(source) is tuple else (source,):
+        if isinstance(part, int):
+            words += [None] * part
+        elif isinstance(part, list):
+            words += part
+        elif isinstance(part, str):
+            if tokenizer._generation != made_at:
+                raise InputError("the tokenizer changed (its model, normalizer, pre-tokenizer "
+                                 "or added tokens) since it encoded this text, so the text's "
+                                 "word ids cannot be made: encode it again")
+            words += tokenizer._word_ids_of(part, tokenizer._added, None)
+        else:
+            words += cast("Callable[[], list[int | None]]", part)()
+    if count is not None and len(words) != count:
+        raise InputError(f"the encoding has {count} tokens but its words are {len(words)} "
+                         "(its ids were replaced, or its tokenizer changed since): encode "
+                         "the text again")
+    return words
+
+
+class _Words:
+    """Words made when first asked for, once, for every encoding that shares this: an
+    encoding and its windows and copies (which keep this, not the encoding)."""
+
+    __slots__ = ("source", "tokenizer", "made_at", "count", "words")
+
+    def __init__(self, source: Words, tokenizer: Any, made_at: int, count: int | None) -> None:
+        self.source = source
+        self.tokenizer = tokenizer
+        self.made_at = made_at
+        self.count = count
+        self.words: list[int | None] | None = None
+
+    def __call__(self) -> list[int | None]:
+        if self.words is None:
+            self.words = _made_words(self.source, self.tokenizer, self.made_at, self.count)
+        return self.words
+
+
+class _WordSlice:
+    """Words ``[start, stop)`` of a shared _Words (an encoding's window)."""
+
+    __slots__ = ("whole", "start", "stop")
+
+    def __init__(self, whole: Callable[[], list[int | None]], start: int, stop: int) -> None:
+        self.whole = whole
+        self.start = start
+        self.stop = stop
+
+    def __call__(self) -> list[int | None]:
+        return self.whole()[self.start:self.stop]
 
 
 def _check_int(option: str, name: str, value: object, least: int) -> None:

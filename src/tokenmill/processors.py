@@ -6,7 +6,7 @@ from dataclasses import KW_ONLY, dataclass
 from typing import Any
 
 from tokenmill._registry import field, register
-from tokenmill.encoding import Encoding
+from tokenmill.encoding import _WHOLE, Encoding, Layout
 from tokenmill.errors import FormatError, InputError
 from tokenmill.normalizers import WHITE_SPACE
 from tokenmill.pre_tokenizers import ByteLevelFields
@@ -85,12 +85,17 @@ class TemplateProcessing:
         template lays it out anew, retyped)."""
         return False
 
+    # Whether the inputs keep the marks they hold (of the inputs their tokens are of) beside
+    # the template's: tokenizers' template adds its own to theirs, its BERT and RoBERTa
+    # processors put theirs in place (but for a layout without special tokens).
+    keeps_marks = True
+
     def process(self, a: Encoding, b: Encoding | None = None, add_special_tokens: bool = True,
                 *, overflow: tuple[bool, bool] = (False, False)) -> Encoding:
         """The template's layout of ``a`` (and ``b``). ``overflow`` says which input is an
         overflowing window rather than the first: as in tokenizers, such a window keeps the
         type id it was encoded with (0 for $A, 1 for $B) instead of the template's."""
-        layout: list[tuple[Encoding, int | None] | tuple[list[int], str, int]] = []
+        layout: list[Layout] = []
         for kind, name, tid in self.pair if b is not None else self.single:
             # Without special tokens the inputs still take the template's type ids, as in
             # Hugging Face.
@@ -100,10 +105,10 @@ class TemplateProcessing:
                 second = name == "B"
                 if overflow[second]:
                     tid = int(second)
-                layout.append((seq, tid))
+                layout.append((seq, tid, int(second)))  # (marked as input 0 or 1)
             elif add_special_tokens:
                 layout.append((self.special_tokens[name], name, tid))
-        return Encoding.laid_out(layout)
+        return Encoding.laid_out(layout, self.keeps_marks or not add_special_tokens)
 
     def to_dict(self) -> dict[str, Any]:
         def items(template: list[Item]) -> list[dict[str, Any]]:
@@ -189,14 +194,15 @@ class ByteLevel(ByteLevelFields):
         """The inputs one after the other, the second with type id 1 (overflowing windows
         or not: ``overflow`` is taken for the other processors' sake)."""
         if b is None and self.keeps_single():
-            return a  # nothing to change: the encoding may stay lazy
+            # Nothing to change but the mark every post-processor puts on its input, which
+            # tokenizers' puts on a copy (here the encoding stays lazy)
+            if a._ranges is None:
+                a._ranges = _WHOLE
+            return a
         parts = [a] if b is None else [a, b]
         if self.trim_offsets:
             parts = [p.replace(offsets=trimmed_offsets(p, self.add_prefix_space)) for p in parts]
-        out = Encoding.concat(parts)
-        if b is not None:
-            out.type_ids = [0] * len(a) + [1] * len(b)
-        return out
+        return Encoding.laid_out([(p, None if b is None else k, k) for k, p in enumerate(parts)])
 
 
 def trimmed_offsets(e: Encoding, add_prefix_space: bool) -> list[tuple[int, int]]:
@@ -253,18 +259,15 @@ class RobertaProcessing:
         if self.trim_offsets:
             inputs = [e.replace(offsets=trimmed_offsets(e, self.add_prefix_space))
                       for e in inputs]
-        inputs = [e.retyped(0) for e in inputs]
+        marked: list[Layout] = [(e, 0, k) for k, e in enumerate(inputs)]
         if not add_special_tokens:
-            return Encoding.concat(inputs)
-
-        def special(token: tuple[str, int]) -> Encoding:
-            return Encoding([token[1]], [token[0]], ([0], [0]), None, None, [1],
-                            id_to_token=a.token_source)
-
-        parts = [special(self.cls), inputs[0], special(self.sep)]
+            return Encoding.laid_out(marked)
+        cls: Layout = ([self.cls[1]], self.cls[0], 0)
+        sep: Layout = ([self.sep[1]], self.sep[0], 0)
+        layout = [cls, marked[0], sep]
         if b is not None:
-            parts += [special(self.sep), inputs[1], special(self.sep)]
-        return Encoding.concat(parts)
+            layout += [sep, marked[1], sep]
+        return Encoding.laid_out(layout, own_marks=False)
 
     def to_dict(self) -> dict[str, Any]:
         return {"type": "RobertaProcessing", "sep": list(self.sep), "cls": list(self.cls),

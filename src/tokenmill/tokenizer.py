@@ -59,7 +59,7 @@ class Trainer(Protocol[R]):
 
 
 # The attributes whose change Tokenizer._generation counts.
-_WATCHED = frozenset({"model", "decoder", "_added"})
+_WATCHED = frozenset({"model", "decoder", "_added", "normalizer", "pre_tokenizer"})
 
 
 class Tokenizer:
@@ -247,6 +247,7 @@ class Tokenizer:
         # (its words made when asked for; see Encoding.word_ids)
         out._words = text if vocab is self._added and dropout is None else \
             partial(self._word_ids_of, text, vocab, dropout)
+        out._made_at = self._generation
         return out
 
     def _encode_text_natively(self, text: str, vocab: AddedVocabulary,
@@ -581,6 +582,7 @@ class Tokenizer:
         parts = iter(encoded)
         cut_of = iter(cuts)  # each text's cut, pairs' two in a row
         to_token = self.id_to_token
+        generation = self._generation
         done: list[Encoding] = []
 
         def made(text: str) -> Encoding:  # the next text's Encoding
@@ -591,6 +593,7 @@ class Tokenizer:
                 out = Encoding.spliced(cut, list(islice(parts, stretches)), to_token)
             out._words = text if added is self._added else \
                 partial(self._word_ids_of, text, added, None)
+            out._made_at = generation
             return out
 
         with _collector_paused():
@@ -849,23 +852,14 @@ def _lay_out(processor: Any, add_special_tokens: bool, a: Encoding, b: Encoding 
              overflow: tuple[bool, bool]) -> Encoding:
     """``a`` (and ``b``) as the post-processor lays them out; without one, one after the
     other, the second with type id 1."""
-    # Which input each token is of: a post-processor marks its inputs, overflowing windows
-    # too; without one, a pair's first windows are marked and its overflowing ones are not
-    # (tokenizers marks the two inputs, not their windows, before it merges them).
-    if processor is not None or (b is not None and not overflow[0]):
-        if a._ranges is None:
-            a._ranges = _WHOLE  # (set_sequence_id(0), without its check)
-        else:
-            a.set_sequence_id(0)
-    if b is not None and (processor is not None or not overflow[1]):
-        b.set_sequence_id(1)
-    if processor is not None:
+    if processor is not None:  # (which marks its inputs' tokens as theirs)
         return processor.process(a, b, add_special_tokens, overflow=overflow)
     if b is None:
         return a
-    out = Encoding.concat([a, b])
-    out.type_ids = [0] * len(a) + [1] * len(b)
-    return out
+    # Without one, a pair's first windows are marked as inputs 0 and 1 and its overflowing
+    # ones are not (tokenizers marks the two inputs, not their windows, before it merges them).
+    return Encoding.laid_out([(a, 0, None if overflow[0] else 0),
+                              (b, 1, None if overflow[1] else 1)])
 
 
 @contextmanager

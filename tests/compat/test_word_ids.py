@@ -138,11 +138,48 @@ def test_encoding_by_hand_and_its_windows():
     assert e.token_to_sequence(1) == 1 and e.char_to_token(3) == e.char_to_token(3, 1) == 1
     e.set_sequence_id(0)
     assert e.sequence_ids == [1] * 4 and e.n_sequences == 2  # (input 1 filled in last)
+    # A window marks no input, as tokenizers' truncate leaves one.
     cut = Encoding([5, 6, 7, 8], words=[0, 0, 1, 2], sequence_ranges={0: (1, 3)}).truncated(
         3, stride=1)
     assert cut.word_ids == [0, 0, 1] and cut.overflowing[0].word_ids == [1, 2]
-    assert cut.sequence_ids == [None, 0, 0] and cut.overflowing[0].sequence_ids == [0, None]
+    assert cut.sequence_ids == [0, 0, 0] and cut.overflowing[0].sequence_ids == [0, 0]
     assert Encoding([1, 2]).word_ids == [None, None]
+
+
+def test_word_ids_are_the_encoding_tokenizers():
+    # Made when first asked for, by the tokenizer as it was when it encoded the text: one
+    # changed since is an error, not other words.
+    tok = wordpiece_tokenizer()
+    e, kept = tok.encode("hellos world"), tok.encode("hellos world")
+    words = kept.word_ids  # (made now, and kept)
+    window = tok.encode("hellos world").truncated(2)  # (which shares the words to be made)
+    tok.add_tokens(["s"])
+    for late in (e, window):
+        with pytest.raises(InputError, match="tokenizer changed"):
+            late.word_ids
+    assert kept.word_ids == words
+    fresh = tok.encode("hellos world")  # ("s" is a word of its own now, as in tokenizers)
+    assert fresh.word_ids == [None] + [0] * 5 + [1] + [2] * 5 + [None]
+    later = tok.encode("hellos world")
+    tok.normalizer = BertNormalizer(lowercase=False)
+    with pytest.raises(InputError, match="tokenizer changed"):
+        later.word_ids
+
+
+def test_encodings_with_words_to_be_made_pickle():
+    import pickle
+
+    bpe = bpe_tokenizer()  # (its post-processor trims offsets: the encoding is a copy)
+    wordpiece = wordpiece_tokenizer()
+    made = [bpe.encode("Alice was beginning", "to get very tired"),
+            wordpiece.encode("Alice was beginning to get very tired",
+                             truncation=Truncation(max_length=6, stride=2)),
+            bpe.encode("Alice was beginning").truncated(2)]
+    for e in made:
+        back = pickle.loads(pickle.dumps(e))
+        assert (back.ids, back.word_ids, back.sequence_ids) == (e.ids, e.word_ids,
+                                                                e.sequence_ids)
+        assert [o.word_ids for o in back.overflowing] == [o.word_ids for o in e.overflowing]
 
 
 # -- tokenizers trained here, on drawn texts ----------------------------------------------
@@ -273,6 +310,28 @@ def test_real_files_agree(real, shared_data):
         got = ours.encode_batch(lines)
         for text, mine, other in zip(lines, got, theirs.encode_batch(lines), strict=True):
             assert differences(mine, other, len(text)) == [], text
+
+
+def test_post_processors_called_alone_agree(real, trained):
+    # Each marks the tokens of its inputs as theirs, as tokenizers' do (inputs encoded
+    # without special tokens, which a post-processor marked as input 0 already).
+    a, b = "hello there", "good friend"
+    for ours, theirs in real + trained:
+        if theirs.post_processor is None:
+            continue
+        mine = [ours.encode(t, add_special_tokens=False) for t in (a, b)]
+        other = [theirs.encode(t, add_special_tokens=False) for t in (a, b)]
+        for add in (True, False):
+            for pair in (False, True):
+                got = ours.post_processor.process(mine[0], mine[1] if pair else None, add)
+                expected = theirs.post_processor.process(other[0], other[1] if pair else None,
+                                                         add)
+                # (b is then marked as both input 0 and input 1: which token_to_sequence
+                # finds first, tokenizers leaves to its hash map's order)
+                for field in FIELDS:
+                    assert getattr(got, field) == (
+                        [tuple(o) for o in expected.offsets] if field == "offsets"
+                        else getattr(expected, field)), field
 
 
 def test_real_files_agree_when_truncated_and_padded(real):
