@@ -341,15 +341,6 @@ class Encoding:
         they were given)."""
         return self._id_to_token
 
-    def retyped(self, type_id: int) -> Encoding:
-        """This encoding with every type id ``type_id``; its tokens and offsets are still made
-        only if asked for."""
-        return Encoding(self.ids, self._tokens, self._offsets,
-                        [type_id] * len(self.ids) if type_id else None,  # (None: all 0)
-                        self._attention_mask, self._special_tokens_mask,
-                        id_to_token=self._id_to_token, words=self._words,
-                        sequence_ranges=self._ranges)
-
     def _lazy_tokens(self) -> Callable[[int], str | None] | None:
         """The id -> token function this encoding's tokens are (or would be) made with, if its
         tokens are exactly what it gives its ids; else None."""
@@ -382,11 +373,10 @@ class Encoding:
         """Parts laid out one after another: each an encoding, with the type id its tokens
         take (None: their own) and the input it is marked as (None: none; its own marks are
         kept too, unless ``own_marks`` is false), as ``(encoding, type_id, sequence)``; or a
-        special token as a
-        post-processor adds it, as ``(ids, name, type_id)`` (offsets (0, 0), special mask 1,
-        no word, no input). A template's special tokens are not made encodings of their own
-        first: their making and a walk over them were a third of ``encode`` on a BERT
-        tokenizer."""
+        special token as a post-processor adds it, as ``(ids, name, type_id)`` (offsets
+        (0, 0), special mask 1, no word, no input). A template's special tokens are not made
+        encodings of their own first: their making and a walk over them were a third of
+        ``encode`` on a BERT tokenizer."""
         typed = masked = attended = False  # (a list made only where a part has one)
         to_token = None  # the id -> token function of every part, if they share one
         first: Encoding | None = None  # (whose function to_token starts as)
