@@ -156,14 +156,14 @@ def test_word_ids_are_the_encoding_tokenizers():
     tok.add_tokens(["s"])
     for late in (e, window):
         with pytest.raises(InputError, match="tokenizer changed"):
-            late.word_ids
+            _ = late.word_ids
     assert kept.word_ids == words
     fresh = tok.encode("hellos world")  # ("s" is a word of its own now, as in tokenizers)
     assert fresh.word_ids == [None] + [0] * 5 + [1] + [2] * 5 + [None]
     later = tok.encode("hellos world")
     tok.normalizer = BertNormalizer(lowercase=False)
     with pytest.raises(InputError, match="tokenizer changed"):
-        later.word_ids
+        _ = later.word_ids
 
 
 def test_encodings_with_words_to_be_made_pickle():
