@@ -647,11 +647,7 @@ def _made_words(source: Words, tokenizer: Any, made_at: int,
         elif isinstance(part, list):
             words += part
         elif isinstance(part, str):
-            if tokenizer._generation != made_at:
-                raise InputError("the tokenizer changed (its model, normalizer, pre-tokenizer "
-                                 "or added tokens) since it encoded this text, so the text's "
-                                 "word ids cannot be made: encode it again")
-            words += tokenizer._word_ids_of(part, tokenizer._added, None)
+            words += tokenizer._word_ids_of(part, tokenizer._added, None, made_at)
         else:
             words += cast("Callable[[], list[int | None]]", part)()
     if count is not None and len(words) != count:

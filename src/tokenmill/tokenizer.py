@@ -98,8 +98,9 @@ class Tokenizer:
         # (the model it was made for, which of its ids continue a word): _continuing_ids
         self._continuing: tuple[Any, bytearray] | None = None
 
-    # Set anew whenever the model, the decoder or the added tokens are: what a decode stream
-    # compares, once an id, to know that what it took from them still holds.
+    # Set anew whenever the model, the decoder, the added tokens, the normalizer or the
+    # pre-tokenizer are: what a decode stream compares, once an id, to know that what it took
+    # from them still holds, and an encoding, to know that its words can still be made.
     _generation = 0
 
     def __setattr__(self, name: str, value: Any) -> None:
@@ -245,9 +246,9 @@ class Tokenizer:
         if out is None:
             out = self._encode_in_python(text, vocab, dropout)
         # (its words made when asked for; see Encoding.word_ids)
-        out._words = text if vocab is self._added and dropout is None else \
-            partial(self._word_ids_of, text, vocab, dropout)
         out._made_at = self._generation
+        out._words = text if vocab is self._added and dropout is None else \
+            partial(self._word_ids_of, text, vocab, dropout, out._made_at)
         return out
 
     def _encode_text_natively(self, text: str, vocab: AddedVocabulary,
@@ -298,10 +299,16 @@ class Tokenizer:
         return Encoding(ids, offsets=(starts, ends), id_to_token=self.id_to_token)
 
     def _word_ids_of(self, text: str, vocab: AddedVocabulary,
-                     dropout: tuple[float, int] | None) -> list[int | None]:
+                     dropout: tuple[float, int] | None,
+                     made_at: int | None = None) -> list[int | None]:
         """The word of each token _encode_text gives ``text``: the pipeline run again, each
         added token met in the text one word and each pre-token one (tokenizers' word ids).
-        The core's paths give the ids this path gives, so the lengths agree."""
+        The core's paths give the ids this path gives, so the lengths agree. ``made_at``: the
+        _generation the text was encoded at, if the tokenizer must still be as it was then."""
+        if made_at is not None and made_at != self._generation:
+            raise InputError("the tokenizer changed (its model, normalizer, pre-tokenizer or "
+                             "added tokens) since it encoded this text, so the text's word ids "
+                             "cannot be made: encode it again")
         if dropout is None:
             fast = self._native_word_ids(text, vocab)
             if fast is not None:
@@ -592,7 +599,7 @@ class Tokenizer:
             else:
                 out = Encoding.spliced(cut, list(islice(parts, stretches)), to_token)
             out._words = text if added is self._added else \
-                partial(self._word_ids_of, text, added, None)
+                partial(self._word_ids_of, text, added, None, generation)
             out._made_at = generation
             return out
 

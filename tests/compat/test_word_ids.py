@@ -161,9 +161,15 @@ def test_word_ids_are_the_encoding_tokenizers():
     fresh = tok.encode("hellos world")  # ("s" is a word of its own now, as in tokenizers)
     assert fresh.word_ids == [None] + [0] * 5 + [1] + [2] * 5 + [None]
     later = tok.encode("hellos world")
+    # (special tokens read as text: the words are made with the added tokens of that call)
+    plain = tok.encode("[CLS] hellos", allowed_special=set(), disallowed_special=())
+    assert plain.tokens[1:6] == ["[", "c", "##l", "s", "]"]  # (the added "s" cuts "cls")
+    assert plain.word_ids == [None, 0, 1, 1, 2, 3, 4, 4, 4, 4, 4, 5, None]
+    plain = tok.encode("[CLS] hellos", allowed_special=set(), disallowed_special=())
     tok.normalizer = BertNormalizer(lowercase=False)
-    with pytest.raises(InputError, match="tokenizer changed"):
-        _ = later.word_ids
+    for late in (later, plain):
+        with pytest.raises(InputError, match="tokenizer changed"):
+            _ = late.word_ids
 
 
 def test_encodings_with_words_to_be_made_pickle():
