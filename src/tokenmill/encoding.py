@@ -626,8 +626,8 @@ def _word_sources(part: Encoding) -> list[int | Words]:
 def _tokenizer_of(to_token: Callable[[int], str | None] | None, words: Words) -> Any:
     """The Tokenizer whose id_to_token ``to_token`` is, which makes the words of an
     encoding's text (None where ``words`` hold no text)."""
-    if isinstance(words, tuple) and not any(isinstance(w, str) for w in words) \
-            or not isinstance(words, (str, tuple)):
+    texts = (words,) if isinstance(words, str) else words if isinstance(words, tuple) else ()
+    if not any(isinstance(w, str) for w in texts):
         return None
     tokenizer = getattr(to_token, "__self__", None)
     if not hasattr(tokenizer, "_word_ids_of"):

@@ -6,7 +6,7 @@ from dataclasses import KW_ONLY, dataclass
 from typing import Any
 
 from tokenmill._registry import field, register
-from tokenmill.encoding import _WHOLE, Encoding, Layout
+from tokenmill.encoding import Encoding, Layout
 from tokenmill.errors import FormatError, InputError
 from tokenmill.normalizers import WHITE_SPACE
 from tokenmill.pre_tokenizers import ByteLevelFields
@@ -196,8 +196,7 @@ class ByteLevel(ByteLevelFields):
         if b is None and self.keeps_single():
             # Nothing to change but the mark every post-processor puts on its input, which
             # tokenizers' puts on a copy (here the encoding stays lazy)
-            if a._ranges is None:
-                a._ranges = _WHOLE
+            a.set_sequence_id(0)
             return a
         parts = [a] if b is None else [a, b]
         if self.trim_offsets:

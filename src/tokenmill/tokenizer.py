@@ -13,7 +13,7 @@ from collections import Counter
 from collections.abc import Iterable, Iterator, Mapping, Sequence, Set
 from contextlib import contextmanager
 from functools import partial
-from itertools import islice
+from itertools import accumulate, islice
 from typing import TYPE_CHECKING, Any, Literal, Protocol, TypeVar, cast
 
 from tokenmill import _core, bert
@@ -95,8 +95,8 @@ class Tokenizer:
         self._native: tuple[Any, int] | None = None
         # (the _generation it was made at, the TableDecoder or None): see _table_decoder.
         self._table: tuple[int, TableDecoder | None] | tuple[()] = ()
-        # (the model it was made for, which of its ids continue a word): _continuing_ids
-        self._continuing: tuple[Any, bytearray] | None = None
+        # (the model it was made for, which of its ids begin a word): _word_starts
+        self._word_starts_kept: tuple[Any, bytearray] | None = None
 
     # Set anew whenever the model, the decoder, the added tokens, the normalizer or the
     # pre-tokenizer are: what a decode stream compares, once an id, to know that what it took
@@ -350,7 +350,7 @@ class Tokenizer:
             # (no added token in the text: the core's words are the text's)
             return cast(list, _core.encode_word_ids(native[0], native[1], text, 0)[0])
         if bert_plan is not None:
-            continuing = self._continuing_ids()
+            begins = self._word_starts()
             encoded = iter(_core.bert_encode_batch(
                 *bert_plan, [text[a:b] for token, a, b in cut if token is None], 1, False))
         words: list[int | None] = []
@@ -364,23 +364,26 @@ class Tokenizer:
                 words += found
                 word += pieces
             else:
-                for i in next(encoded):
-                    if not continuing[i]:
-                        word += 1
-                    words.append(word - 1)
+                # (a running count of the tokens that begin a word, without a Python step a
+                # token)
+                counted = list(accumulate(map(begins.__getitem__, next(encoded)),
+                                          initial=word - 1))
+                words += counted[1:]
+                word = counted[-1] + 1
         return words
 
-    def _continuing_ids(self) -> bytearray:
-        """Which ids of the WordPiece model are tokens that continue a word (start with its
-        prefix), made once per model (whose core, which gives the ids, is made with it)."""
-        kept = self._continuing
+    def _word_starts(self) -> bytearray:
+        """Which ids of the WordPiece model are tokens that begin a word (without its
+        continuing prefix), made once per model (whose core, which gives the ids, is made
+        with it)."""
+        kept = self._word_starts_kept
         model = self.model
         if kept is None or kept[0] is not model:
             flags = bytearray(max(model.vocab.values()) + 1)
             prefix = model.continuing_subword_prefix
             for token, i in model.vocab.items():
-                flags[i] = bool(prefix) and token.startswith(prefix)
-            kept = self._continuing = (model, flags)
+                flags[i] = not (prefix and token.startswith(prefix))
+            kept = self._word_starts_kept = (model, flags)
         return kept[1]
 
     def _post(self, a: Encoding, b: Encoding | None, add_special_tokens: bool,
