@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any, Literal, Protocol, TypeVar, cast
 from tokenmill import _core, bert
 from tokenmill._args import checked_threads, refuse_one_text, thread_count
 from tokenmill._io import atomic_write_text, check_text, check_texts, text_batch
-from tokenmill.added_tokens import AddedToken, AddedVocabulary
+from tokenmill.added_tokens import AddedToken, AddedVocabulary, LiteralFinder
 from tokenmill.decoders import ByteLevel as ByteLevelDecoder
 from tokenmill.decoders import decode_raw, skips_end_byte_runs
 from tokenmill.encoding import _WHOLE, Encoding, Padding, Truncation
@@ -59,6 +59,8 @@ class Trainer(Protocol[R]):
 
 
 # The attributes whose change Tokenizer._generation counts.
+_NO_FINDER = LiteralFinder(())  # nothing disallowed
+_FINDERS_KEPT = 64  # disallowed sets' finders kept per vocabulary
 _WATCHED = frozenset({"model", "decoder", "_added", "normalizer", "pre_tokenizer"})
 
 
@@ -207,13 +209,13 @@ class Tokenizer:
         return added
 
     def _special_rules(self, allowed_special: Special | None, disallowed_special: Special | None
-                       ) -> tuple[AddedVocabulary, Set[str]]:
+                       ) -> tuple[AddedVocabulary, LiteralFinder]:
         """The added tokens to match under tiktoken's special-token rules (see _added_for),
-        and the special tokens whose text is an error."""
+        and the finder of the special tokens whose text is an error."""
         vocab = self._added  # (read once: another thread may add tokens meanwhile)
         if allowed_special is None and disallowed_special is None \
                 and self.special_tokens_in_text == "match":
-            return vocab, frozenset()
+            return vocab, _NO_FINDER
         # Built once per vocabulary: a .model file can have hundreds of control pieces.
         specials = vocab.special_contents
         if allowed_special is None and disallowed_special is None:
@@ -229,14 +231,20 @@ class Tokenizer:
                 disallowed = specials - allowed
             else:
                 disallowed = set(disallowed_special)
+        key = frozenset(disallowed)
+        finder = vocab.disallowed.get(key)
+        if finder is None:
+            if len(vocab.disallowed) >= _FINDERS_KEPT:  # (sets a caller makes up call by call)
+                vocab.disallowed.clear()
+            finder = vocab.disallowed[key] = LiteralFinder(key)
         if allowed == specials:
-            return vocab, disallowed
+            return vocab, finder
         key = frozenset(allowed)
         restricted = vocab.restricted.get(key)
         if restricted is None:
             restricted = vocab.restricted[key] = AddedVocabulary(
                 [t for t in vocab.tokens if not t.special or t.content in allowed])
-        return restricted, disallowed
+        return restricted, finder
 
     def _encode_text(self, text: str, added: AddedVocabulary | None = None,
                      dropout: tuple[float, int] | None = None) -> Encoding:
@@ -551,7 +559,7 @@ class Tokenizer:
         # paragraphs), then text by text only where one is there. A disallowed one raises for
         # the first input holding it, as encode does.
         every = "\0".join(texts) if disallowed or added.tokens else ""
-        if disallowed and any(token in every for token in disallowed):
+        if disallowed.search(every):
             for i, (text, pair) in enumerate(items):
                 _refuse_disallowed(disallowed, _as_one(text, pair))
                 # (encode would encode this input next, and meet a lone surrogate in it
@@ -903,12 +911,12 @@ def _as_one(text: str, pair: str | None) -> str:
     return text if pair is None else text + "\0" + pair
 
 
-def _refuse_disallowed(disallowed: Set[str], text: str) -> None:
+def _refuse_disallowed(disallowed: LiteralFinder, text: str) -> None:
     """Raises if ``text`` holds one of the ``disallowed`` special tokens: the first there (the
     longest of those starting at one place), and where."""
-    found = [(at, -len(t), t) for t in disallowed if (at := text.find(t)) >= 0]
+    found = disallowed.search(text)
     if found:
-        at, _, token = min(found)  # the first in the text, the longest there
+        at, token = found.start(), found.group()
         raise InputError(
             f"text holds the special token {token!r} at character {at}; pass "
             f"allowed_special={{{token!r}}} (or \"all\") to encode it as that token, or "

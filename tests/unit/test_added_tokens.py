@@ -15,11 +15,13 @@ from typing import Any
 
 import pytest
 import tokenizers
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from tokenmill import BPE, AddedToken, Tokenizer, added_tokens
 from tokenmill import normalizers as n
 from tokenmill import pre_tokenizers as p
-from tokenmill.added_tokens import AddedVocabulary
+from tokenmill.added_tokens import AddedVocabulary, LiteralFinder
 from tokenmill.errors import FormatError
 from tokenmill.normalized import NormalizedString
 
@@ -228,3 +230,35 @@ def test_split_cuts_as_segments_do_without_a_normalizer() -> None:
             text = "".join(rng.choice(PIECES) for _ in range(rng.randint(0, 12)))
             assert vocab.split(text) == [(s.id, s.start, s.end) for s in vocab.segments(text)], \
                 (text, [t.content for t in vocab.tokens])
+
+
+def first_by_find(strings: list[str], text: str) -> tuple[int, str] | None:
+    """The reference: every string's first place by str.find, the leftmost, the longest there."""
+    found = [(at, -len(s), s) for s in strings if s and (at := text.find(s)) >= 0]
+    return (min(found)[0], min(found)[2]) if found else None
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.text("ab<>", max_size=5), max_size=12), st.text("ab<>c", max_size=30))
+def test_literal_finder_finds_the_leftmost_then_longest(strings: list[str], text: str) -> None:
+    found = LiteralFinder(strings).search(text)
+    assert (found and (found.start(), found.group())) == (first_by_find(strings, text) or None)
+    assert LiteralFinder(strings).found_in(text) == (first_by_find(strings, text) is not None)
+
+
+def test_literal_finder_of_strings_nested_deeper_than_its_trie_goes() -> None:
+    # "a", "aa", ... nest a group a string; past what the compiler takes, the plain
+    # alternation (longest first) finds the same.
+    strings = ["a" * k for k in range(1, 3000)] + ["b" * 5]
+    finder = LiteralFinder(strings)
+    assert finder.search("xa" + "a" * 5000).span() == (1, 3000)
+    assert finder.search("bbbbbb").span() == (0, 5)
+    assert LiteralFinder([f"[control_{k}]" for k in range(800)]).search(
+        "[control_1 [control_10]").span() == (11, 23)
+
+
+def test_many_added_tokens_cut_as_the_reference_does() -> None:
+    # 800 tokens sharing prefixes (Mistral's control tokens): the leftmost-longest cut.
+    vocab = AddedVocabulary([token(f"[c_{k}]", k) for k in range(800)] + [token("[c_1", 900)])
+    assert cuts(vocab, "x[c_1[c_12][c_799]]") == [
+        ("text", "x"), (900, "[c_1"), (12, "[c_12]"), (799, "[c_799]"), ("text", "]")]
