@@ -1154,7 +1154,7 @@ NB_MODULE(_core, m) {
              const std::vector<uint32_t>& merges, int64_t unk_id,
              const std::string& continuing_subword_prefix, const std::string& end_of_word_suffix,
              int64_t end_of_word_marker_id, bool byte_fallback, bool fuse_unk, bool ignore_merges,
-             std::size_t cache_capacity, bool byte_symbols) {
+             std::size_t cache_capacity, bool byte_symbols, const std::string& word_mark) {
             // Tokens are str; with byte_symbols they are spelled in GPT-2's byte alphabet and
             // the core keeps their raw bytes (tokens outside the alphabet cannot be formed from
             // bytes and are left out).
@@ -1181,12 +1181,13 @@ NB_MODULE(_core, m) {
             opt.fuse_unk = fuse_unk;
             opt.ignore_merges = ignore_merges;
             opt.cache_capacity = cache_capacity;
+            opt.word_mark = word_mark;
             new (self) BPEModel(tokens, byte_symbols ? kept_ids : ids, to_merges(merges), opt);
             make_kept_ints(ids.empty() ? 0 : *std::max_element(ids.begin(), ids.end()) + 1);
           },
           "tokens"_a, "ids"_a, "merges"_a, "unk_id"_a, "continuing_subword_prefix"_a,
           "end_of_word_suffix"_a, "end_of_word_marker_id"_a, "byte_fallback"_a, "fuse_unk"_a,
-          "ignore_merges"_a, "cache_capacity"_a, "byte_symbols"_a = false)
+          "ignore_merges"_a, "cache_capacity"_a, "byte_symbols"_a = false, "word_mark"_a = "")
       .def("encode_words", &encode_words, "words"_a)
       .def("encode_words_dropout", &encode_words_dropout, "words"_a, "dropout"_a, "seed"_a)
       .def("decode_bytes", &decode_model_bytes,

@@ -1192,6 +1192,10 @@ std::size_t BPEModel::merge_ascii(std::string_view piece, uint32_t* tok, uint32_
 
 void BPEModel::encode_word(std::string_view word, std::vector<TokenSpan>& out) const {
   if (word.empty()) return;
+  if (!options_.word_mark.empty()) {
+    encode_marked_word(word, out);
+    return;
+  }
   if (!piece_cached() || word.size() > kPieceKeyBytes) {
     encode_word_uncached(word, out);
     return;
@@ -1199,6 +1203,40 @@ void BPEModel::encode_word(std::string_view word, std::vector<TokenSpan>& out) c
   PieceKey key;
   piece_key(word, 0, word.size(), key);
   encode_short_piece(word, 0, key, piece_slot(piece_table(), key), out);
+}
+
+// A SentencePiece text is one piece ("▁The▁cat"): merged whole, each merge scans or heaps
+// every symbol of a sentence, and no sentence repeats for a cache. Cut into its words, each is
+// merged once and then found in the word cache.
+void BPEModel::encode_marked_word(std::string_view word, std::vector<TokenSpan>& out) const {
+  const std::string_view mark = options_.word_mark;
+  std::size_t start = 0;   // the current part's first byte
+  uint32_t start_char = 0;  // and character
+  uint32_t chars = 0;
+  bool after_mark = true;  // (at the start, or just after a mark: no cut before the next one)
+  auto flush = [&](std::size_t end) {
+    const std::size_t first = out.size();
+    encode_word_uncached(word.substr(start, end - start), out);
+    for (std::size_t k = first; k < out.size(); ++k) {
+      out[k].start += start_char;
+      out[k].end += start_char;
+    }
+  };
+  for (std::size_t i = 0; i < word.size(); ++chars) {
+    if (word.compare(i, mark.size(), mark) == 0) {
+      if (!after_mark) {
+        flush(i);
+        start = i;
+        start_char = chars;
+      }
+      after_mark = true;
+      i += mark.size();
+    } else {
+      after_mark = false;
+      i += utf8_char_len(word, i);
+    }
+  }
+  flush(word.size());
 }
 
 void BPEModel::encode_pieces(std::string_view text, const uint32_t* bounds, std::size_t count,

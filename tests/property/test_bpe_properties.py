@@ -74,3 +74,34 @@ def test_large_merges_split_between_threads_give_the_reference_merges(monkeypatc
         monkeypatch.setenv("TOKENMILL_NUM_THREADS", threads)
         fast = BPETrainer(num_merges=60).train_from_counts(counts)
         assert [tuple(s) for s in fast.steps] == slow, threads
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.tuples(st.sampled_from(["a", "b", "▁", "ab", "▁a", "▁▁", "ba"]),
+                          st.sampled_from(["a", "b", "▁", "b▁", "▁b", "▁▁"])), max_size=14),
+       st.booleans(), st.sampled_from([{}, {"unk_token": "?"}, {"unk_token": "?", "fuse_unk": True},
+                                       {"byte_fallback": True}]),
+       st.text(alphabet="ab▁▁▁cé", max_size=150))
+def test_words_cut_at_the_space_mark_merge_as_the_whole_piece(pairs, clean, options, text):
+    # A SentencePiece piece ("▁ab▁▁ba") may be cut before each run of "▁" that follows
+    # another character when no token holds another character followed by "▁": the same ids
+    # and spans as merging it whole, and as the textbook merge (c and é are unknown).
+    symbols = ["a", "b", "▁", "?"] + [f"<0x{b:02X}>" for b in range(256)]
+    vocab = {c: i for i, c in enumerate(symbols)}
+    merges = []
+    for left, right in pairs:
+        for part in (left, right):
+            vocab.setdefault(part, len(vocab))
+        if clean and left[-1] != "▁" and right[0] == "▁":
+            continue
+        vocab.setdefault(left + right, len(vocab))
+        merges.append((left, right))
+    dirty = any(a != "▁" and b == "▁" for t in vocab for a, b in zip(t, t[1:]))
+    cut = BPE(vocab, merges, **options)
+    whole = BPE(vocab, merges, **options)
+    whole.__dict__["word_mark"] = ""  # (before its core is built)
+    assert cut.word_mark == ("" if dirty else "▁")
+    assert cut.encode_pieces([text, text[::-1]]) == whole.encode_pieces([text, text[::-1]])
+    known = [c for c in text if c in "ab▁"]
+    if not options:
+        assert cut.encode_word("".join(known)) == reference.encode(known, merges)

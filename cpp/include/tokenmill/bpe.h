@@ -26,6 +26,10 @@ struct BPEOptions {
   bool ignore_merges = false;             // a word found whole in the vocabulary is one token
   bool byte_symbols = false;              // tokens are raw bytes; a word starts as its bytes
   std::size_t cache_capacity = 65536;     // words remembered; 0 disables the caches
+  // Not empty: a word is cut before each run of this string that follows another character,
+  // and the parts merged (and cached) alone. The same tokens when no token of the vocabulary
+  // holds another character followed by it (SentencePiece's "▁"; the caller checks that).
+  std::string word_mark;
 };
 
 // One output token: its id and the characters [start, end) of the word it covers (bytes, with
@@ -196,6 +200,8 @@ class BPEModel {
     uint32_t end;
   };
   void encode_word_uncached(std::string_view word, std::vector<TokenSpan>& out) const;
+  // encode_word cutting at options_.word_mark.
+  void encode_marked_word(std::string_view word, std::vector<TokenSpan>& out) const;
   // The same as ids (scratch: room for spans, overwritten; hash: the word's hash_bytes, if
   // known).
   void encode_word_ids(std::string_view word, std::vector<uint32_t>& ids,

@@ -385,6 +385,9 @@ def _bpe(proto: ModelProto, unk_id: int) -> BPE:
         piece = proto.pieces[i][0]
         merges += [(piece[:k], piece[k:]) for k in range(1, len(piece))
                    if piece[:k] in matchable and piece[k:] in matchable]
-    # Whole sentences are the words here: caching them would only fill memory.
-    return BPE(vocab, merges, unk_token=proto.pieces[unk_id][0],
-               byte_fallback=proto.trainer_spec["byte_fallback"], cache_capacity=0)
+    model = BPE(vocab, merges, unk_token=proto.pieces[unk_id][0],
+                byte_fallback=proto.trainer_spec["byte_fallback"])
+    if not model.word_mark:
+        # Whole sentences are the words the core merges: caching them would only fill memory.
+        model.cache_capacity = 0
+    return model

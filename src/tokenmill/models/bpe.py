@@ -7,6 +7,7 @@ built once and never changes, so encoding can run with the GIL released.
 from __future__ import annotations
 
 import functools
+import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -20,6 +21,8 @@ from tokenmill.pre_tokenizers import bytes_to_unicode
 # end-of-word symbol, so `tokenizers` would silently produce other ids. They get their own name.
 MARKER_TYPE = "tokenmill.BPE"
 CACHE_CAPACITY = 1 << 16  # words the core remembers by default
+SPACE_MARK = "\u2581"  # SentencePiece's "▁", a space in its pieces
+_BEFORE_MARK = re.compile(f"[^{SPACE_MARK}]{SPACE_MARK}")
 
 
 @register("model", "BPE")
@@ -109,7 +112,33 @@ class BPE(VocabLookups):
             self.vocab[self.unk_token] if self.unk_token is not None else -1,
             self.continuing_subword_prefix or "", self.end_of_word_suffix or "",
             self.vocab[self.end_of_word_marker] if self.end_of_word_marker else -1,
-            self.byte_fallback, self.fuse_unk, self.ignore_merges, self.cache_capacity)
+            self.byte_fallback, self.fuse_unk, self.ignore_merges, self.cache_capacity,
+            word_mark=self.word_mark)
+
+    @functools.cached_property
+    def word_mark(self) -> str:
+        """"▁" if the core may cut a piece before each run of "▁" that follows another
+        character and merge the parts alone (SentencePiece's texts are one piece each: a
+        sentence merged whole scans all its symbols at each merge, and never repeats for a
+        cache), else "".
+
+        The tokens are the same when no token holds another character followed by "▁": a
+        merge across a cut would make one (its result is its two parts joined), so none
+        applies there, and merges on either side do not meet. "▁" must be a token, so an
+        unknown one cannot join unknown characters on both sides into one unk. Merges on a
+        prefix or suffix, or ``ignore_merges`` (which asks whether the whole piece is a
+        token), are left whole.
+
+        >>> BPE({"▁": 0, "a": 1, "▁a": 2}, [("▁", "a")]).word_mark == SPACE_MARK
+        True
+        >>> BPE({"▁": 0, "a": 1, "a▁": 2}, [("a", "▁")]).word_mark
+        ''
+        """
+        if self.continuing_subword_prefix or self.end_of_word_suffix or \
+                self.end_of_word_marker or self.ignore_merges or SPACE_MARK not in self.vocab:
+            return ""
+        inner = (t for t in self.vocab if SPACE_MARK in t[1:])  # (a quick test before the regex)
+        return "" if any(_BEFORE_MARK.search(t) for t in inner) else SPACE_MARK
 
     @functools.cached_property
     def byte_level_core(self) -> _core.BPEModel | None:
