@@ -32,15 +32,21 @@ def read_words(tok: Any, docs: list[str], **options: Any) -> int:
     return sum(len(e.word_ids) + len(e.sequence_ids) for e in tok.encode_batch(docs, **options))
 
 
-def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+def one_thread_args(doc: str) -> argparse.Namespace:
+    """--data, --repeats and --kb, read; and tokenizers held to one thread (its pool reads the
+    environment when it starts, so before it is imported)."""
+    parser = argparse.ArgumentParser(description=doc.split("\n\n")[0])
     parser.add_argument("--data", type=Path, default=DEFAULT_DATA)
     parser.add_argument("--repeats", type=int, default=5)
     parser.add_argument("--kb", type=int, default=300, help="text per language, kB")
     args = parser.parse_args()
-    # one thread for tokenizers too (its pool reads these when it starts)
     os.environ["RAYON_NUM_THREADS"] = "1"
     os.environ["TOKENIZERS_PARALLELISM"] = "false"
+    return args
+
+
+def main() -> int:
+    args = one_thread_args(__doc__)
     from importlib.metadata import version
 
     import tokenizers

@@ -32,6 +32,7 @@
 #include "tokenmill/pretokenize.h"
 #include "tokenmill/unicode.h"
 #include "tokenmill/ranks_file.h"
+#include "tokenmill/sp_encode.h"
 #include "tokenmill/wordpiece.h"
 #include "tokenmill/wordpiece_trainer.h"
 #include "tokenmill/sp_normalizer.h"
@@ -944,6 +945,19 @@ nb::object offset_lists(const tokenmill::Encoded& e) {
   return nb::steal(row);
 }
 
+// Each text's (ids, starts, ends), each text's vectors freed once it is a tuple.
+nb::list offset_tuples(std::vector<tokenmill::Encoded>& results) {
+  nb::object out = nb::steal(PyList_New(static_cast<Py_ssize_t>(results.size())));
+  if (!out.is_valid()) throw nb::python_error();
+  const CollectorPaused paused;
+  for (std::size_t t = 0; t < results.size(); ++t) {
+    tokenmill::Encoded& e = results[t];
+    PyList_SET_ITEM(out.ptr(), static_cast<Py_ssize_t>(t), offset_lists(e).release().ptr());
+    e = tokenmill::Encoded();
+  }
+  return nb::borrow<nb::list>(out);
+}
+
 // ids, and the character offsets [start, end) of each token in text.
 nb::object encode_offsets(const BPEModel& model, int pattern, nb::handle text) {
   const tokenmill::SplitPattern p = split_pattern(pattern);
@@ -997,15 +1011,49 @@ nb::list encode_offsets_batch(const BPEModel& model, int pattern, nb::handle tex
     nb::gil_scoped_release release;
     results = tokenmill::encode_texts_with_offsets(model, p, batch.refs, threads);
   }
-  nb::object out = nb::steal(PyList_New(static_cast<Py_ssize_t>(results.size())));
-  if (!out.is_valid()) throw nb::python_error();
-  const CollectorPaused paused;
-  for (std::size_t t = 0; t < results.size(); ++t) {
-    tokenmill::Encoded& e = results[t];
-    PyList_SET_ITEM(out.ptr(), static_cast<Py_ssize_t>(t), offset_lists(e).release().ptr());
-    e = tokenmill::Encoded();  // each text's vectors freed once it is a tuple
+  return offset_tuples(results);
+}
+
+// ids and character offsets of text through a SentencePiece pipeline (sp_encode.h): the
+// .model's normalizer, or (None) spaces spelled "▁" with `prefix` (a SpacePrefix) put first.
+nb::object encode_spaced(const BPEModel& model,
+                         const tokenmill::SentencePieceNormalizer* normalizer, int prefix,
+                         bool split, nb::handle text) {
+  if (prefix < 0 || prefix > static_cast<int>(tokenmill::SpacePrefix::kUnlessSpaced)) {
+    throw tokenmill::Error("unknown prefix");
   }
-  return nb::borrow<nb::list>(out);
+  const tokenmill::TextRef ref = text_ref(text.ptr());
+  if (static_cast<uint64_t>(ref.length) >= (uint64_t{1} << 31)) {
+    throw tokenmill::Error("text is 2 Gi characters or longer");
+  }
+  const tokenmill::SpacePlan plan{normalizer, static_cast<tokenmill::SpacePrefix>(prefix), split};
+  tokenmill::Encoded e;
+  {
+    nb::gil_scoped_release release;
+    tokenmill::encode_spaced(model, plan, tokenmill::utf8_of(ref), e);
+    tokenmill::release_utf8_scratch();
+  }
+  return offset_lists(e);
+}
+
+// encode_spaced of each text, on `threads` threads: (ids, starts, ends) tuples.
+nb::list encode_spaced_batch(const BPEModel& model,
+                             const tokenmill::SentencePieceNormalizer* normalizer,
+                             const std::vector<uint8_t>& prefixes, bool split,
+                             nb::handle text_list, std::size_t threads) {
+  const Texts batch = texts_of(text_list);
+  for (const tokenmill::TextRef& ref : batch.refs) {
+    if (static_cast<uint64_t>(ref.length) >= (uint64_t{1} << 31)) {
+      throw tokenmill::Error("text is 2 Gi characters or longer");
+    }
+  }
+  std::vector<tokenmill::Encoded> results;
+  {
+    nb::gil_scoped_release release;
+    results = tokenmill::encode_spaced_texts(model, normalizer, split, batch.refs, prefixes,
+                                             threads);
+  }
+  return offset_tuples(results);
 }
 
 // A trainer's progress(merges, vocab size) callback; it takes the GIL to call into Python.
@@ -1299,6 +1347,10 @@ NB_MODULE(_core, m) {
   m.def("encode_word_ids", &encode_word_ids, "model"_a, "pattern"_a, "text"_a, "base"_a);
   m.def("encode_offsets_batch", &encode_offsets_batch, "model"_a, "pattern"_a, "texts"_a,
         "threads"_a);
+  m.def("encode_spaced", &encode_spaced, "model"_a, "normalizer"_a.none(), "prefix"_a,
+        "split"_a, "text"_a);
+  m.def("encode_spaced_batch", &encode_spaced_batch, "model"_a, "normalizer"_a.none(),
+        "prefixes"_a, "split"_a, "texts"_a, "threads"_a);
   m.def("encode_ids_batch", &encode_ids_batch, "model"_a, "pattern"_a, "texts"_a, "threads"_a);
   m.def("encode_ids_flat", &encode_ids_flat, "model"_a, "pattern"_a, "texts"_a, "threads"_a,
         "narrow"_a, "separator"_a = nb::none());

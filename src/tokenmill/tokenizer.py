@@ -16,7 +16,7 @@ from functools import partial
 from itertools import accumulate, islice
 from typing import TYPE_CHECKING, Any, Literal, Protocol, TypeVar, cast
 
-from tokenmill import _core, bert
+from tokenmill import _core, bert, spaced
 from tokenmill._args import checked_threads, refuse_one_text, thread_count
 from tokenmill._io import atomic_write_text, check_text, check_texts, text_batch
 from tokenmill.added_tokens import AddedToken, AddedVocabulary, LiteralFinder
@@ -263,7 +263,7 @@ class Tokenizer:
                               dropout: tuple[float, int] | None) -> Encoding | None:
         """_encode_text's Encoding where the core encodes the whole pipeline, else None."""
         bert_plan = bert.native_plan(self)
-        if bert_plan is not None and not any(t.normalized for t in vocab.tokens):
+        if bert_plan is not None and not vocab.any_normalized:
             return bert.encode_natively(bert_plan, text, vocab.split(text), self.id_to_token)
         # only ever without a normalizer; BPE-dropout takes the pipeline's path
         native = self.native_plan() if dropout is None else None
@@ -273,6 +273,10 @@ class Tokenizer:
             return Encoding.spliced(cut, [_core.encode_offsets(native[0], native[1], text[a:b])
                                           for token, a, b in cut if token is None],
                                     self.id_to_token)
+        spaced_plan = spaced.native_plan(self) if dropout is None else None
+        if spaced_plan is not None:
+            return spaced.encode_natively(spaced_plan, text, vocab.split(text),
+                                          self.id_to_token)
         return None
 
     def _encode_in_python(self, text: str, vocab: AddedVocabulary,
@@ -351,7 +355,7 @@ class Tokenizer:
           unknown token)."""
         native = self.native_plan()
         bert_plan = bert.native_plan(self) if native is None else None
-        if native is None and (bert_plan is None or any(t.normalized for t in vocab.tokens)):
+        if native is None and (bert_plan is None or vocab.any_normalized):
             return None
         cut = vocab.split(text)
         if native is not None and len(cut) == 1 and cut[0][0] is None:
@@ -475,7 +479,8 @@ class Tokenizer:
         texts = text_batch(texts)
         native = self.native_plan()
         bert_plan = bert.native_plan(self)
-        if (native is None and bert_plan is None) or \
+        spaced_plan = spaced.native_plan(self) if native is None and bert_plan is None else None
+        if (native is None and bert_plan is None and spaced_plan is None) or \
                 any(not t.special for t in self._added.tokens):
             check_texts(texts)  # (a bad text named by its place in the batch)
             return [self.encode_ordinary(t) for t in texts]
@@ -485,6 +490,10 @@ class Tokenizer:
             if native is not None:
                 return _core.encode_ids_batch(native[0], native[1], texts,
                                               thread_count(len(texts), num_threads))
+            if spaced_plan is not None:  # (each text whole: its special tokens are plain text)
+                return [ids for ids, _, _ in _core.encode_spaced_batch(
+                    spaced_plan.model, spaced_plan.normalizer, [spaced_plan.first] * len(texts),
+                    spaced_plan.split, texts, thread_count(len(texts), num_threads))]
             plan = cast(tuple, bert_plan)  # one of the two plans, checked above
             return _core.bert_encode_batch(plan[0], plan[1], texts,
                                            thread_count(len(texts), num_threads), False)
@@ -539,8 +548,10 @@ class Tokenizer:
         :meth:`_encode_text` takes each of them there; None where it would not."""
         native = self.native_plan()
         bert_plan = bert.native_plan(self) if native is None else None
-        if native is None and (bert_plan is None or
-                               any(t.normalized for t in self._added.tokens)):
+        if bert_plan is not None and self._added.any_normalized:
+            bert_plan = None
+        spaced_plan = spaced.native_plan(self) if native is None and bert_plan is None else None
+        if native is None and bert_plan is None and spaced_plan is None:
             return None
         if not items:
             return []
@@ -569,9 +580,12 @@ class Tokenizer:
         # normalizer on either path: the stretches are the text as it is), and all the
         # stretches, in order, for the core.
         cuts: list[tuple[list[tuple[int | None, int, int]] | None, int]]
+        prefixes: list[int] = []  # (the spaced plan's, of each stretch)
         if not added.spelled_in(every):
             pieces = texts
             cuts = [(None, 1)] * len(texts)
+            if spaced_plan is not None:
+                prefixes = [spaced_plan.first] * len(texts)
         else:
             pieces = []
             cuts = []
@@ -581,10 +595,17 @@ class Tokenizer:
                     text_parts = [t[a:b] for token, a, b in cut if token is None]
                     pieces += text_parts
                     cuts.append((cut, len(text_parts)))
+                    if spaced_plan is not None:
+                        prefixes += [spaced_plan.prefix(a) for token, a, b in cut
+                                     if token is None]
         threads = thread_count(len(pieces), num_threads)
         try:
             if native is not None:
                 encoded = _core.encode_offsets_batch(native[0], native[1], pieces, threads)
+            elif spaced_plan is not None:
+                encoded = _core.encode_spaced_batch(
+                    spaced_plan.model, spaced_plan.normalizer, prefixes, spaced_plan.split,
+                    pieces, threads)
             else:
                 model, pipeline = cast(tuple, bert_plan)
                 encoded = _core.bert_encode_batch(model, pipeline, pieces, threads, True)

@@ -1,0 +1,145 @@
+#include "tokenmill/sp_encode.h"
+
+#include <algorithm>
+#include <string>
+
+#include "tokenmill/error.h"
+#include "tokenmill/utf8.h"
+
+namespace tokenmill {
+
+namespace {
+
+constexpr std::string_view kMark = "\xE2\x96\x81";  // "▁"
+
+// A thread's buffers, kept from text to text (threads live on in the encoding pool).
+struct Scratch {
+  std::string text;              // the text as the model reads it
+  std::vector<uint32_t> starts;  // for each of its characters, the characters of the input
+  std::vector<uint32_t> ends;    // it came from: [starts[i], ends[i])
+  std::vector<TokenSpan> spans;  // the model's tokens, in characters of `text`
+  void trim() {
+    if (starts.capacity() > kScratchKept) {
+      std::string().swap(text);
+      std::vector<uint32_t>().swap(starts);
+      std::vector<uint32_t>().swap(ends);
+    }
+    if (spans.capacity() > kScratchKept) std::vector<TokenSpan>().swap(spans);
+  }
+};
+
+thread_local Scratch scratch;
+
+// Each " " spelled "▁", one character for one, and the prefix the plan asks for.
+void spell_spaces(std::string_view text, SpacePrefix prefix, Scratch& s) {
+  s.text.clear();
+  s.starts.clear();
+  s.ends.clear();
+  if (text.empty()) return;
+  const bool spaced = text.front() == ' ' || text.substr(0, kMark.size()) == kMark;
+  if (prefix == SpacePrefix::kAlways || (prefix == SpacePrefix::kUnlessSpaced && !spaced)) {
+    s.text.append(kMark.data(), kMark.size());
+    s.starts.push_back(0);
+    s.ends.push_back(1);
+  }
+  uint32_t c = 0;
+  for (std::size_t i = 0; i < text.size(); ++c) {
+    const std::size_t len = utf8_char_len(text, i);
+    if (text[i] == ' ') {
+      s.text.append(kMark.data(), kMark.size());
+    } else {
+      s.text.append(text.data() + i, len);
+    }
+    s.starts.push_back(c);
+    s.ends.push_back(c + 1);
+    i += len;
+  }
+}
+
+// The model's tokens of s.text: whole, or cut before every "▁".
+void merge(const BPEModel& model, bool split, Scratch& s) {
+  s.spans.clear();
+  if (!split) {
+    model.encode_word(s.text, s.spans);
+    return;
+  }
+  const std::string_view text = s.text;
+  std::size_t start = 0;  // the piece's first byte, and character
+  uint32_t start_char = 0;
+  uint32_t chars = 0;
+  auto flush = [&](std::size_t end) {
+    const std::size_t first = s.spans.size();
+    model.encode_word(text.substr(start, end - start), s.spans);
+    for (std::size_t k = first; k < s.spans.size(); ++k) {
+      s.spans[k].start += start_char;
+      s.spans[k].end += start_char;
+    }
+  };
+  for (std::size_t i = 0; i < text.size(); ++chars) {
+    if (i > start && text.compare(i, kMark.size(), kMark) == 0) {
+      flush(i);
+      start = i;
+      start_char = chars;
+    }
+    i += utf8_char_len(text, i);
+  }
+  flush(text.size());
+}
+
+}  // namespace
+
+void encode_spaced(const BPEModel& model, const SpacePlan& plan, std::string_view text,
+                   Encoded& out) {
+  Scratch& s = scratch;
+  if (plan.normalizer != nullptr) {
+    plan.normalizer->normalize(text, s.text, s.starts, s.ends);
+  } else {
+    spell_spaces(text, plan.prefix, s);
+  }
+  merge(model, plan.split, s);
+  const std::size_t n = s.starts.size();
+  out.ids.resize(s.spans.size());
+  out.starts.resize(s.spans.size());
+  out.ends.resize(s.spans.size());
+  for (std::size_t k = 0; k < s.spans.size(); ++k) {
+    const TokenSpan& t = s.spans[k];
+    if (t.start > t.end || t.end > n) throw Error("a token's span runs past its text");
+    uint32_t start = 0;
+    uint32_t end = 0;
+    if (t.end > t.start) {
+      start = s.starts[t.start];
+      end = s.ends[t.end - 1];
+    } else if (t.start < n) {  // an empty token sits where the next character starts
+      start = s.starts[t.start];
+      end = t.start > 0 ? std::max(start, s.ends[t.start - 1]) : start;
+    } else {  // (or where the last one ends)
+      start = end = n > 0 ? s.ends[n - 1] : 0;
+    }
+    out.ids[k] = t.id;
+    out.starts[k] = start;
+    out.ends[k] = end;
+  }
+  s.trim();
+}
+
+std::vector<Encoded> encode_spaced_texts(const BPEModel& model,
+                                         const SentencePieceNormalizer* normalizer, bool split,
+                                         const std::vector<TextRef>& texts,
+                                         const std::vector<uint8_t>& prefixes,
+                                         std::size_t threads) {
+  if (prefixes.size() != texts.size()) throw Error("one prefix a text is needed");
+  for (uint8_t p : prefixes) {
+    if (p > static_cast<uint8_t>(SpacePrefix::kUnlessSpaced)) throw Error("unknown prefix");
+  }
+  std::vector<Encoded> out(texts.size());
+  for_text_blocks(texts.size(), threads, [&](std::size_t first, std::size_t last) {
+    for (std::size_t t = first; t < last; ++t) {
+      const SpacePlan plan{normalizer, static_cast<SpacePrefix>(prefixes[t]), split};
+      encode_spaced(model, plan, utf8_of(texts[t]), out[t]);
+    }
+    release_utf8_scratch();
+  });
+  return out;
+}
+
+}  // namespace tokenmill

@@ -1,0 +1,93 @@
+"""SentencePiece's BPE pipelines in the core, in one call a text.
+
+Three ways of spelling spaces "▁" before a character-level BPE are run by the core end to end
+(``_core.encode_spaced``), each token given its characters of the input as the Python pipeline
+gives them:
+
+- a SentencePiece ``.model``: its own normalizer (character map and whitespace rules), no
+  pre-tokenizer;
+- Hugging Face's Metaspace pre-tokenizer (Mistral v0.3's tokenizer.json), no normalizer;
+- Llama's normalizers, ``Prepend("▁")`` and ``Replace(" ", "▁")`` (or the Replace alone), no
+  pre-tokenizer.
+
+The Python pipeline paid for a NormalizedString and a span call a token: on Mistral's model,
+a line of English took 4-5 times as long as the merging.
+"""
+
+from __future__ import annotations
+
+from typing import Any, NamedTuple
+
+from tokenmill import _core
+from tokenmill.encoding import Encoding
+from tokenmill.models.bpe import BPE, SPACE_MARK
+from tokenmill.normalizers import Prepend, Replace
+from tokenmill.normalizers import Sequence as NormalizerSequence
+from tokenmill.pre_tokenizers import Metaspace
+
+# What the core puts before a text (sp_encode.h's SpacePrefix).
+NO_PREFIX, PREFIX, PREFIX_UNLESS_SPACED = 0, 1, 2
+
+
+class SpacedPlan(NamedTuple):
+    """How the core runs a tokenizer's pipeline: its model's core, the .model normalizer's core
+    (or None: spaces spelled "▁"), the prefix of a text that starts the input and of one after
+    an added token, and whether the text is cut before every "▁"."""
+
+    model: _core.BPEModel
+    normalizer: Any  # _core.SentencePieceNormalizer | None
+    first: int
+    rest: int
+    split: bool
+
+    def prefix(self, start: int) -> int:
+        """The prefix of the stretch of text that starts at character ``start``."""
+        return self.first if start == 0 else self.rest
+
+
+def native_plan(tok: Any) -> SpacedPlan | None:
+    """The core's plan for ``tok``'s normalizer, pre-tokenizer and model, or None where it
+    has none (or an added token is matched in the normalized text, which the core does not
+    see)."""
+    from tokenmill.formats.sentencepiece import Precompiled, SentencePieceNormalizer
+
+    model, normalizer, pre_tokenizer = tok.model, tok.normalizer, tok.pre_tokenizer
+    if type(model) is not BPE:
+        return None
+    if pre_tokenizer is None:
+        if normalizer is not None and tok._added.any_normalized:
+            return None
+        if type(normalizer) in (SentencePieceNormalizer, Precompiled):
+            return SpacedPlan(model._char_core, normalizer._core, NO_PREFIX, NO_PREFIX, False)
+        prefix = _llama_prefix(normalizer)
+        if prefix is None:
+            return None
+        return SpacedPlan(model._char_core, None, prefix, prefix, False)
+    if normalizer is None and type(pre_tokenizer) is Metaspace and \
+            pre_tokenizer.replacement == SPACE_MARK:
+        scheme = pre_tokenizer.prepend_scheme
+        first = NO_PREFIX if scheme == "never" else PREFIX_UNLESS_SPACED
+        rest = PREFIX_UNLESS_SPACED if scheme == "always" else NO_PREFIX
+        return SpacedPlan(model._char_core, None, first, rest, pre_tokenizer.splits)
+    return None
+
+
+def _llama_prefix(normalizer: Any) -> int | None:
+    """The prefix of Llama's normalizers (Prepend("▁") beside Replace(" ", "▁"), in either
+    order, or that Replace alone), else None."""
+    steps = normalizer.normalizers if type(normalizer) is NormalizerSequence else (normalizer,)
+    spaces = [s for s in steps if type(s) is Replace and not s.regex and s.pattern == " "
+              and s.content == SPACE_MARK]
+    prepends = [s for s in steps if type(s) is Prepend and s.prepend == SPACE_MARK]
+    if len(spaces) != 1 or len(prepends) > 1 or len(spaces) + len(prepends) != len(steps):
+        return None
+    return PREFIX if prepends else NO_PREFIX
+
+
+def encode_natively(plan: SpacedPlan, text: str, cut: list[tuple[int | None, int, int]],
+                    id_to_token: Any) -> Encoding:
+    """The Encoding of ``text``, cut into ``(added token id or None, start, end)``: each
+    stretch of text through the core."""
+    return Encoding.spliced(cut, [
+        _core.encode_spaced(plan.model, plan.normalizer, plan.prefix(a), plan.split, text[a:b])
+        for token, a, b in cut if token is None], id_to_token)

@@ -1,0 +1,119 @@
+"""SentencePiece's BPE pipelines in the core (tokenmill.spaced) give what the Python pipeline
+gives: the same ids and offsets on random texts, for a .model's normalizer, each Metaspace
+scheme with and without split, and Llama's Prepend + Replace; one text at a time and in
+batches, with added tokens in the text."""
+
+from __future__ import annotations
+
+import copy
+from pathlib import Path
+from typing import Any
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+import tokenmill
+from tokenmill import BPE, Tokenizer, spaced
+from tokenmill.normalizers import Prepend, Replace
+from tokenmill.normalizers import Sequence as NormalizerSequence
+from tokenmill.pre_tokenizers import Metaspace
+
+MISTRAL = "tokenizers/mistral-7b-v0.3"
+# Spaces, the mark itself, known and unknown characters (byte fallback, or dropped), and the
+# text of added tokens, so stretches start after a token too.
+PIECES = [" ", "  ", "▁", "a", "the", " the", "é", "语", "😀", "\t", "\n", "x y", "<s>", "[INST]",
+          "\u3000", "ﬁ", "Ａ"]
+texts = st.lists(st.sampled_from(PIECES), max_size=14).map("".join)
+
+
+def python_path(tok: Tokenizer, text: str, plain: bool = False
+                ) -> tuple[list[int], list[tuple[int, int]]]:
+    """The Python pipeline's ids and offsets: special tokens in the text matched, or (plain)
+    read as text."""
+    vocab = tok._special_rules(None, ())[0] if plain else tok._added
+    e = tok._encode_in_python(text, vocab, None)
+    return e.ids, e.offsets
+
+
+def check(tok: Tokenizer, batch: list[str]) -> None:
+    assert spaced.native_plan(tok) is not None
+    for plain in (False, True):
+        rules: dict[str, Any] = {"disallowed_special": ()} if plain else \
+            {"allowed_special": "all"}
+        singles = [tok.encode(t, add_special_tokens=False, **rules) for t in batch]
+        for text, e in zip(batch, singles):
+            assert (e.ids, e.offsets) == python_path(tok, text, plain), text
+        together = tok.encode_batch(batch, add_special_tokens=False, **rules)
+        assert [(e.ids, e.offsets) for e in together] == [(e.ids, e.offsets) for e in singles]
+    # ids alone, special tokens' text plain (the batch through the core on two threads)
+    assert tok.encode_ordinary_batch(batch, num_threads=2) == [
+        python_path(tok, text, plain=True)[0] for text in batch]
+
+
+@pytest.fixture(scope="module")
+def mistral(shared_data: Path) -> dict[str, Tokenizer]:
+    """Mistral's vocabulary behind each pipeline the core runs."""
+    json_tok = tokenmill.load(shared_data / MISTRAL / "tokenizer.json")
+    model_tok = tokenmill.load(shared_data / MISTRAL / "tokenizer.model")
+    out = {".model": model_tok}
+    for scheme in ("always", "first", "never"):
+        for split in (False, True):
+            tok = copy.deepcopy(json_tok)
+            tok.pre_tokenizer = Metaspace(prepend_scheme=scheme, split=split)
+            out[f"metaspace {scheme} split={split}"] = tok
+    llama = {"prepend, replace": NormalizerSequence([Prepend("▁"), Replace(" ", "▁")]),
+             "replace, prepend": NormalizerSequence([Replace(" ", "▁"), Prepend("▁")]),
+             "replace": Replace(" ", "▁")}
+    for name, normalizer in llama.items():
+        tok = copy.deepcopy(json_tok)
+        tok.pre_tokenizer = None
+        tok.normalizer = normalizer
+        out[name] = tok
+    return out
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(texts, min_size=1, max_size=6))
+def test_every_pipeline_as_the_python_path(mistral: dict[str, Tokenizer],
+                                           batch: list[str]) -> None:
+    for tok in mistral.values():
+        check(tok, batch)
+
+
+def test_the_model_files_special_rules_hold_on_the_native_path(mistral: Any) -> None:
+    tok = mistral[".model"]
+    with pytest.raises(tokenmill.InputError, match="special token '<s>' at character 2"):
+        tok.encode("a <s>")
+    assert tok.encode("a <s>", allowed_special="all").ids[-1] == tok.token_to_id("<s>")
+
+
+@settings(max_examples=150, deadline=None)
+@given(st.lists(texts, min_size=1, max_size=4), st.booleans())
+def test_a_vocabulary_without_unknowns_or_bytes(batch: list[str], fuse: bool) -> None:
+    # Unknown characters are dropped (no unk, no byte fallback), so a stretch of text can give
+    # no tokens, or tokens with characters dropped between them.
+    vocab = {"▁": 0, "a": 1, "t": 2, "h": 3, "e": 4, "▁t": 5, "he": 6, "▁the": 7, "▁▁": 8}
+    model = BPE(vocab, [("▁", "t"), ("h", "e"), ("▁t", "he"), ("▁", "▁")], fuse_unk=fuse)
+    tok = Tokenizer(model, pre_tokenizer=Metaspace(prepend_scheme="first", split=False))
+    tok.add_special_tokens(["<s>"])
+    check(tok, batch)
+    tok.pre_tokenizer = None
+    tok.normalizer = NormalizerSequence([Prepend("▁"), Replace(" ", "▁")])
+    check(tok, batch)
+
+
+def test_pipelines_the_core_does_not_run_take_the_python_path(mistral: Any) -> None:
+    tok = copy.deepcopy(mistral["prepend, replace"])
+    tok.normalizer = NormalizerSequence([Prepend("▁"), Replace("  ", "▁")])
+    assert spaced.native_plan(tok) is None
+    tok.normalizer = NormalizerSequence([Prepend("_"), Replace(" ", "▁")])
+    assert spaced.native_plan(tok) is None
+    tok.normalizer = None
+    tok.pre_tokenizer = Metaspace(replacement="_")
+    assert spaced.native_plan(tok) is None
+    tok.pre_tokenizer = Metaspace()
+    assert spaced.native_plan(tok) is not None
+    # BPE-dropout draws as the Python path does, so it goes there
+    assert tok.encode("a b", dropout=1.0, add_special_tokens=False).ids == [
+        tok.token_to_id(c) for c in "▁a▁b"]
