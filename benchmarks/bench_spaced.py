@@ -55,7 +55,7 @@ def main() -> int:
     engines: list[tuple[str, Any, Any, Any]] = []  # (name, ours: doc -> ids, peer's, runs)
     for name, file in MODELS.items():
         path = args.data / "tokenizers" / file
-        ours = tokenmill.Tokenizer.from_file(path)
+        ours = tokenmill.load(path)
         sp = sentencepiece.SentencePieceProcessor(model_file=str(path))
         engines.append((f"{name}, sentencepiece", ours, sp, {
             "lines": (lambda tok, docs: [tok.encode_ordinary(d) for d in docs],
