@@ -107,6 +107,7 @@ class AddedVocabulary:
         self._normalized_tokens = [t for t in self.tokens if t.normalized]
         # Whether a token is found in the normalized text (the core's pipelines find none).
         self.any_normalized = bool(self._normalized_tokens)
+        self.all_special = all(t.special for t in self.tokens)  # (none matched by encode_ordinary)
         self._contents = LiteralFinder(t.content for t in self.tokens)
         # The normalized-token matcher of each normalizer seen, keyed by identity (the entry
         # keeps the normalizer alive, so the id cannot be reused while it is cached).

@@ -251,7 +251,10 @@ class BertProcessing(TemplateProcessing):
 
 # ---- the core's twin of the whole pipeline ---------------------------------------------------
 
-def native_plan(tok: Any) -> tuple[_core.WordPieceModel, _core.BertPipeline] | None:
+BertPlan = tuple[_core.WordPieceModel, _core.BertPipeline]  # (model core, pipeline core)
+
+
+def native_plan(tok: Any) -> BertPlan | None:
     """``(model core, pipeline core)`` when the core can run ``tok``'s normalizer, pre-tokenizer
     and model in one pass: BertNormalizer, BertPreTokenizer and a WordPiece with its unknown
     token (Hugging Face's BERT files); else None."""
@@ -297,7 +300,7 @@ def _changes(normalizer: BertNormalizer) -> dict[int, str]:
     return changed
 
 
-def encode_natively(plan: tuple[_core.WordPieceModel, _core.BertPipeline], text: str,
+def encode_natively(plan: BertPlan, text: str,
                     segments: list[tuple[int | None, int, int]], id_to_token: Any) -> Encoding:
     """The Encoding of ``text``, cut into ``(added token id or None, start, end)`` segments:
     the text segments go through the core in one call."""

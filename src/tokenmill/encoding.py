@@ -377,6 +377,10 @@ class Encoding:
         (0, 0), special mask 1, no word, no input). A template's special tokens are not made
         encodings of their own first: their making and a walk over them were a third of
         ``encode`` on a BERT tokenizer."""
+        alone = layout[0][0] if len(layout) == 1 else None
+        if isinstance(alone, Encoding) and (alone._words is None or
+                                            alone._lazy_tokens() is alone._id_to_token):
+            return Encoding._laid_out_alone(*layout[0], own_marks)  # type: ignore[misc]
         typed = masked = attended = False  # (a list made only where a part has one)
         to_token = None  # the id -> token function of every part, if they share one
         first: Encoding | None = None  # (whose function to_token starts as)
@@ -481,6 +485,40 @@ class Encoding:
                           else [len(item[0])])]
             out._words = tuple(words)
             out._made_at = owner._made_at
+        return out
+
+    @staticmethod
+    def _laid_out_alone(e: Encoding, type_id: int | None, sequence: int | None,
+                        own_marks: bool) -> Encoding:
+        """laid_out of the one part ``(e, type_id, sequence)``: the same encoding, without
+        the walk over parts (a template without special tokens, as ``encode(...,
+        add_special_tokens=False)`` lays out each text: a third of encoding a line through
+        Mistral's tokenizer.json)."""
+        n = len(e.ids)
+        own = e._ranges if own_marks else None
+        ranges: dict[int, tuple[int, int]] | None = None
+        if own is not None or sequence is not None:
+            ranges = {}
+            if own is _WHOLE:
+                ranges[0] = (0, n)
+            elif own is not None:
+                ranges.update(e._sequence_ranges())
+            if sequence is not None:
+                ranges[sequence] = (0, n)
+        if type_id is None:
+            types = None if e._type_ids is None else list(e._type_ids)
+        else:
+            types = [type_id] * n if type_id else None
+        starts, ends = e._starts_ends()
+        to_token = e._lazy_tokens()
+        out = Encoding(list(e.ids), None if to_token is not None else list(e.tokens),
+                       (list(starts), list(ends)), types,
+                       None if e._attention_mask is None else list(e._attention_mask),
+                       None if e._special_tokens_mask is None else list(e._special_tokens_mask),
+                       id_to_token=to_token, sequence_ranges=ranges)
+        if e._words is not None:
+            out._words = e._words if type(e._words) is tuple else (e._words,)
+            out._made_at = e._made_at
         return out
 
     def truncated(self, max_length: int, stride: int = 0, side: Side = "right") -> Encoding:

@@ -104,6 +104,8 @@ class Tokenizer:
     # pre-tokenizer are: what a decode stream compares, once an id, to know that what it took
     # from them still holds, and an encoding, to know that its words can still be made.
     _generation = 0
+    # (see _core_plans)
+    _plans_kept: tuple[int, bert.BertPlan | None, spaced.SpacedPlan | None] | None = None
 
     def __setattr__(self, name: str, value: Any) -> None:
         object.__setattr__(self, name, value)
@@ -198,6 +200,16 @@ class Tokenizer:
             self._native_for = components
         return self._native
 
+    def _core_plans(self) -> tuple[bert.BertPlan | None, spaced.SpacedPlan | None]:
+        """bert.native_plan and spaced.native_plan of this tokenizer, kept until it changes
+        (a few microseconds a call, on encodes of a line that take ten)."""
+        kept = self._plans_kept
+        generation = self._generation
+        if kept is None or kept[0] != generation:
+            kept = self._plans_kept = (generation, bert.native_plan(self),
+                                       spaced.native_plan(self))
+        return kept[1], kept[2]
+
     def _added_for(self, allowed_special: Special | None,
                    disallowed_special: Special | None, text: str) -> AddedVocabulary:
         """The added tokens to match in ``text`` under tiktoken's special-token rules: allowed
@@ -262,7 +274,7 @@ class Tokenizer:
     def _encode_text_natively(self, text: str, vocab: AddedVocabulary,
                               dropout: tuple[float, int] | None) -> Encoding | None:
         """_encode_text's Encoding where the core encodes the whole pipeline, else None."""
-        bert_plan = bert.native_plan(self)
+        bert_plan = self._core_plans()[0]
         if bert_plan is not None and not vocab.any_normalized:
             return bert.encode_natively(bert_plan, text, vocab.split(text), self.id_to_token)
         # only ever without a normalizer; BPE-dropout takes the pipeline's path
@@ -273,7 +285,7 @@ class Tokenizer:
             return Encoding.spliced(cut, [_core.encode_offsets(native[0], native[1], text[a:b])
                                           for token, a, b in cut if token is None],
                                     self.id_to_token)
-        spaced_plan = spaced.native_plan(self) if dropout is None else None
+        spaced_plan = self._core_plans()[1] if dropout is None else None
         if spaced_plan is not None:
             return spaced.encode_natively(spaced_plan, text, vocab.split(text),
                                           self.id_to_token)
@@ -354,7 +366,7 @@ class Tokenizer:
           gives that prefix to every other token of the word (a word it cannot spell is one
           unknown token)."""
         native = self.native_plan()
-        bert_plan = bert.native_plan(self) if native is None else None
+        bert_plan = self._core_plans()[0] if native is None else None
         if native is None and (bert_plan is None or vocab.any_normalized):
             return None
         cut = vocab.split(text)
@@ -462,11 +474,16 @@ class Tokenizer:
         """The ids of ``text`` with every special token's text encoded as plain text and no
         post-processing (tiktoken's ``encode_ordinary``)."""
         native = self.native_plan()
-        if native is None or any(not t.special for t in self._added.tokens):
+        plan = self._core_plans()[1] if native is None else None
+        if (native is None and plan is None) or not self._added.all_special:
             # Neither cut nor padded, as on the core's path.
             return self._encode(text, None, False, None, None, disallowed_special=()).ids
         try:
-            return _core.encode_ids(native[0], native[1], text)
+            if plan is not None:  # (the text whole: special tokens are plain text here)
+                return cast(list, _core.encode_spaced(plan.model, plan.normalizer, plan.first,
+                                                      plan.split, text)[0])
+            core, scanner = cast(tuple, native)
+            return _core.encode_ids(core, scanner, text)
         except (TypeError, UnicodeError):
             check_text(text)  # names the lone surrogate
             raise
@@ -478,10 +495,10 @@ class Tokenizer:
         checked_threads(num_threads)
         texts = text_batch(texts)
         native = self.native_plan()
-        bert_plan = bert.native_plan(self)
-        spaced_plan = spaced.native_plan(self) if native is None and bert_plan is None else None
+        bert_plan = self._core_plans()[0]
+        spaced_plan = self._core_plans()[1] if native is None and bert_plan is None else None
         if (native is None and bert_plan is None and spaced_plan is None) or \
-                any(not t.special for t in self._added.tokens):
+                not self._added.all_special:
             check_texts(texts)  # (a bad text named by its place in the batch)
             return [self.encode_ordinary(t) for t in texts]
         try:
@@ -547,10 +564,10 @@ class Tokenizer:
         """encode_batch's inputs (not padded) through the core in one call, as
         :meth:`_encode_text` takes each of them there; None where it would not."""
         native = self.native_plan()
-        bert_plan = bert.native_plan(self) if native is None else None
+        bert_plan = self._core_plans()[0] if native is None else None
         if bert_plan is not None and self._added.any_normalized:
             bert_plan = None
-        spaced_plan = spaced.native_plan(self) if native is None and bert_plan is None else None
+        spaced_plan = self._core_plans()[1] if native is None and bert_plan is None else None
         if native is None and bert_plan is None and spaced_plan is None:
             return None
         if not items:

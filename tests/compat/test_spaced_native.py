@@ -47,8 +47,9 @@ def check(tok: Tokenizer, batch: list[str]) -> None:
         together = tok.encode_batch(batch, add_special_tokens=False, **rules)
         assert [(e.ids, e.offsets) for e in together] == [(e.ids, e.offsets) for e in singles]
     # ids alone, special tokens' text plain (the batch through the core on two threads)
-    assert tok.encode_ordinary_batch(batch, num_threads=2) == [
-        python_path(tok, text, plain=True)[0] for text in batch]
+    plain_ids = [python_path(tok, text, plain=True)[0] for text in batch]
+    assert tok.encode_ordinary_batch(batch, num_threads=2) == plain_ids
+    assert [tok.encode_ordinary(text) for text in batch] == plain_ids
 
 
 @pytest.fixture(scope="module")

@@ -371,3 +371,23 @@ def test_real_files_agree_when_truncated_and_padded(real):
                             ours.padding = None
                             theirs.no_truncation()
                             theirs.no_padding()
+
+
+def test_one_part_laid_out_as_the_walk_over_parts_lays_it_out(real, trained):
+    # laid_out takes a short way for a single encoding (a template without special tokens);
+    # an empty encoding after it sends the same part the long way.
+    for ours, _ in real + trained:
+        for a in (ours.encode("hello there, friend", add_special_tokens=False),
+                  ours.encode("hello", "friend"),
+                  ours.encode("hello there friend", add_special_tokens=False).truncated(2)):
+            if len(a.ids) % 2:
+                assert a.tokens  # (its tokens made, or left to make)
+            for type_id in (None, 0, 1):
+                for sequence in (None, 0, 1):
+                    for own in (True, False):
+                        alone = Encoding.laid_out([(a, type_id, sequence)], own)
+                        walked = Encoding.laid_out([(a, type_id, sequence),
+                                                    (Encoding([]), None, None)], own)
+                        for field in FIELDS + ("tokens",):
+                            assert getattr(alone, field) == getattr(walked, field), field
+                        assert alone.char_to_token(3) == walked.char_to_token(3)
