@@ -85,6 +85,11 @@ class TemplateProcessing:
         template lays it out anew, retyped)."""
         return False
 
+    def passes_single(self) -> bool:
+        """Whether, without special tokens, a single input comes out as it went in, marked as
+        input 0: the single template's one sequence has type id 0."""
+        return [item for item in self.single if item[0] == "sequence"] == [("sequence", "A", 0)]
+
     # Whether the inputs keep the marks they hold (of the inputs their tokens are of) beside
     # the template's: tokenizers' template adds its own to theirs, its BERT and RoBERTa
     # processors put theirs in place (but for a layout without special tokens).

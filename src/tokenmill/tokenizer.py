@@ -414,8 +414,14 @@ class Tokenizer:
               truncation: Truncation | None, padding: Padding | None) -> Encoding:
         """Truncate, lay out with the post-processor, then pad: tokenizers' order."""
         processor = self.post_processor
-        if processor is None and b is None and truncation is None and padding is None:
-            return a  # nothing to add, cut or pad: the encoding stays lazy
+        if b is None and truncation is None and padding is None:
+            if processor is None:
+                return a  # nothing to add, cut or pad: the encoding stays lazy
+            if not add_special_tokens and a._ranges is None and a._type_ids is None and \
+                    getattr(processor, "passes_single", None) and processor.passes_single():
+                # (the template would lay it out anew, unchanged: a fifth of encoding a line)
+                a._ranges = _WHOLE
+                return a
         if truncation is not None:
             added = processor.added_tokens(b is not None) \
                 if processor is not None and add_special_tokens else 0
