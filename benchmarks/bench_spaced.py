@@ -1,6 +1,6 @@
-"""SentencePiece BPE encoding: tokenmill vs ``sentencepiece`` (Mistral's ``.model`` files) and
-Hugging Face ``tokenizers`` (Mistral 7B v0.3's tokenizer.json: Metaspace, byte fallback), the
-same documents, one run, the ratios printed.
+"""SentencePiece encoding: tokenmill vs ``sentencepiece`` (Mistral's BPE ``.model`` files and
+the ALBERT fixture's Unigram) and Hugging Face ``tokenizers`` (Mistral 7B v0.3's
+tokenizer.json: Metaspace, byte fallback), the same documents, one run, the ratios printed.
 
     python benchmarks/bench_spaced.py --repeats 5
 
@@ -31,7 +31,8 @@ from bench_word_ids import one_thread_args
 
 TEXTS = {"English": "text/en/tinyshakespeare.txt", "Chinese": "text/zh/hongloumeng.txt"}
 MODELS = {"Mistral 7B v0.3 .model": "mistral-7b-v0.3/tokenizer.model",
-          "Mistral 7B v0.1 .model": "mistral-7b-v0.1/tokenizer.model"}
+          "Mistral 7B v0.1 .model": "mistral-7b-v0.1/tokenizer.model",
+          "ALBERT fixture .model (Unigram)": "albert-spiece-fixture/spiece.model"}
 JSON = {"Mistral 7B v0.3 json": "mistral-7b-v0.3/tokenizer.json"}
 
 

@@ -1016,7 +1016,8 @@ nb::list encode_offsets_batch(const BPEModel& model, int pattern, nb::handle tex
 
 // ids and character offsets of text through a SentencePiece pipeline (sp_encode.h): the
 // .model's normalizer, or (None) spaces spelled "▁" with `prefix` (a SpacePrefix) put first.
-nb::object encode_spaced(const BPEModel& model,
+template <class Model>
+nb::object encode_spaced(const Model& model,
                          const tokenmill::SentencePieceNormalizer* normalizer, int prefix,
                          bool split, nb::handle text) {
   if (prefix < 0 || prefix > static_cast<int>(tokenmill::SpacePrefix::kUnlessSpaced)) {
@@ -1037,7 +1038,8 @@ nb::object encode_spaced(const BPEModel& model,
 }
 
 // encode_spaced of each text, on `threads` threads: (ids, starts, ends) tuples.
-nb::list encode_spaced_batch(const BPEModel& model,
+template <class Model>
+nb::list encode_spaced_batch(const Model& model,
                              const tokenmill::SentencePieceNormalizer* normalizer,
                              const std::vector<uint8_t>& prefixes, bool split,
                              nb::handle text_list, std::size_t threads) {
@@ -1347,10 +1349,14 @@ NB_MODULE(_core, m) {
   m.def("encode_word_ids", &encode_word_ids, "model"_a, "pattern"_a, "text"_a, "base"_a);
   m.def("encode_offsets_batch", &encode_offsets_batch, "model"_a, "pattern"_a, "texts"_a,
         "threads"_a);
-  m.def("encode_spaced", &encode_spaced, "model"_a, "normalizer"_a.none(), "prefix"_a,
-        "split"_a, "text"_a);
-  m.def("encode_spaced_batch", &encode_spaced_batch, "model"_a, "normalizer"_a.none(),
-        "prefixes"_a, "split"_a, "texts"_a, "threads"_a);
+  m.def("encode_spaced", &encode_spaced<BPEModel>, "model"_a, "normalizer"_a.none(),
+        "prefix"_a, "split"_a, "text"_a);
+  m.def("encode_spaced", &encode_spaced<tokenmill::UnigramModel>, "model"_a,
+        "normalizer"_a.none(), "prefix"_a, "split"_a, "text"_a);
+  m.def("encode_spaced_batch", &encode_spaced_batch<BPEModel>, "model"_a,
+        "normalizer"_a.none(), "prefixes"_a, "split"_a, "texts"_a, "threads"_a);
+  m.def("encode_spaced_batch", &encode_spaced_batch<tokenmill::UnigramModel>, "model"_a,
+        "normalizer"_a.none(), "prefixes"_a, "split"_a, "texts"_a, "threads"_a);
   m.def("encode_ids_batch", &encode_ids_batch, "model"_a, "pattern"_a, "texts"_a, "threads"_a);
   m.def("encode_ids_flat", &encode_ids_flat, "model"_a, "pattern"_a, "texts"_a, "threads"_a,
         "narrow"_a, "separator"_a = nb::none());

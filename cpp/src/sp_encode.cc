@@ -57,7 +57,8 @@ void spell_spaces(std::string_view text, SpacePrefix prefix, Scratch& s) {
 }
 
 // The model's tokens of s.text: whole, or cut before every "▁".
-void merge(const BPEModel& model, bool split, Scratch& s) {
+template <class Model>
+void merge(const Model& model, bool split, Scratch& s) {
   s.spans.clear();
   if (!split) {
     model.encode_word(s.text, s.spans);
@@ -88,8 +89,9 @@ void merge(const BPEModel& model, bool split, Scratch& s) {
 
 }  // namespace
 
-void encode_spaced(const BPEModel& model, const SpacePlan& plan, std::string_view text,
-                   Encoded& out) {
+template <class Model>
+void encode_spaced(const Model& model, const SpacePlan& plan, std::string_view text,
+                        Encoded& out) {
   Scratch& s = scratch;
   if (plan.normalizer != nullptr) {
     plan.normalizer->normalize(text, s.text, s.starts, s.ends);
@@ -122,7 +124,8 @@ void encode_spaced(const BPEModel& model, const SpacePlan& plan, std::string_vie
   s.trim();
 }
 
-std::vector<Encoded> encode_spaced_texts(const BPEModel& model,
+template <class Model>
+std::vector<Encoded> encode_spaced_texts(const Model& model,
                                          const SentencePieceNormalizer* normalizer, bool split,
                                          const std::vector<TextRef>& texts,
                                          const std::vector<uint8_t>& prefixes,
@@ -141,5 +144,15 @@ std::vector<Encoded> encode_spaced_texts(const BPEModel& model,
   });
   return out;
 }
+
+template void encode_spaced(const BPEModel&, const SpacePlan&, std::string_view, Encoded&);
+template void encode_spaced(const UnigramModel&, const SpacePlan&, std::string_view, Encoded&);
+template std::vector<Encoded> encode_spaced_texts(const BPEModel&, const SentencePieceNormalizer*,
+                                                  bool, const std::vector<TextRef>&,
+                                                  const std::vector<uint8_t>&, std::size_t);
+template std::vector<Encoded> encode_spaced_texts(const UnigramModel&,
+                                                  const SentencePieceNormalizer*, bool,
+                                                  const std::vector<TextRef>&,
+                                                  const std::vector<uint8_t>&, std::size_t);
 
 }  // namespace tokenmill

@@ -47,6 +47,7 @@ SentencePieceNormalizer::SentencePieceNormalizer(std::string charsmap,
     if (user_defined[i].empty()) continue;
     user_defined_.insert(user_defined[i], static_cast<uint32_t>(i));
     longest_user_defined_ = std::max(longest_user_defined_, user_defined[i].size());
+    user_defined_first_[static_cast<unsigned char>(user_defined[i][0])] = true;
   }
 }
 
@@ -75,7 +76,9 @@ std::string_view SentencePieceNormalizer::normalize_prefix(std::string_view text
                                                            std::size_t& consumed) const {
   const std::string_view rest = text.substr(at);
   // A user-defined piece is never normalized: the longest one here is kept as it is.
-  for (std::size_t len = std::min(longest_user_defined_, rest.size()); len > 0; --len) {
+  const bool user = !rest.empty() && user_defined_first_[static_cast<unsigned char>(rest[0])];
+  for (std::size_t len = user ? std::min(longest_user_defined_, rest.size()) : 0; len > 0;
+       --len) {
     uint32_t id;
     if (user_defined_.find(rest.substr(0, len), id)) {
       consumed = len;

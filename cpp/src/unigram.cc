@@ -14,7 +14,7 @@ namespace {
 
 // What sentencepiece charges for a character that no piece covers, below the lowest score.
 constexpr double kUnkPenalty = 10.0;
-// The value of a lookup entry that is only the prefix of some piece.
+// The piece of a trie node that only starts pieces (none ends there).
 constexpr uint32_t kPrefixOnly = 0xFFFFFFFFu;
 
 double log_add(double a, double b) {
@@ -76,13 +76,29 @@ UnigramModel::UnigramModel(const std::vector<std::string>& pieces, const std::ve
   if (min_score == FLT_MAX) min_score = max_score = 0.0;
   unk_score_ = min_score - kUnkPenalty;
   if (options.float32_sums) unk_score_ = static_cast<float>(unk_score_);
-  lookup_.reserve(pieces.size());
+  // The trie is built with each node's piece beside it, then packed (below).
+  PairMap children;
+  children.reserve(pieces.size());
+  std::vector<uint32_t> node_piece(1, kPrefixOnly);
   for (std::size_t i = 0; i < pieces.size(); ++i) {
     const std::string& p = pieces[i];
     const auto id = static_cast<uint32_t>(i);
     if (kinds[i] == kNormal || kinds[i] == kUserDefined) {
       if (p.empty() || id == kPrefixOnly) continue;
-      lookup_.insert(p, id);
+      uint64_t node = 0;
+      for (char c : p) {
+        const uint64_t key = (node << 8) | static_cast<unsigned char>(c);
+        uint64_t child = 0;
+        if (!children.find(key, child)) {
+          child = node_piece.size();
+          if (child >= kPrefixOnly) throw Error("too many pieces' bytes for the trie");
+          node_piece.push_back(kPrefixOnly);
+          children.insert(key, child);
+        }
+        node = child;
+      }
+      // (the first of duplicate pieces keeps its place, as sentencepiece's map does)
+      if (node_piece[node] == kPrefixOnly) node_piece[node] = id;
       max_chars_ = std::max(max_chars_, utf8_count(p));
       if (kinds[i] == kUserDefined) {
         scores_[i] = static_cast<double>(p.size()) * max_score - 0.1;
@@ -94,35 +110,46 @@ UnigramModel::UnigramModel(const std::vector<std::string>& pieces, const std::ve
       if (hi >= 0 && lo >= 0 && byte_ids_[hi * 16 + lo] < 0) byte_ids_[hi * 16 + lo] = id;
     }
   }
-  // Then every proper prefix of a piece (pieces keep their ids: the map keeps the first value),
-  // so that a lattice stops extending a match as soon as no piece can start that way.
-  for (std::size_t i = 0; i < pieces.size(); ++i) {
-    if (kinds[i] != kNormal && kinds[i] != kUserDefined) continue;
-    const std::string& p = pieces[i];
-    for (std::size_t end = utf8_char_len(p, 0); end < p.size(); end += utf8_char_len(p, end)) {
-      lookup_.insert(std::string_view(p).substr(0, end), kPrefixOnly);
-    }
+  // Each child's entry holds its piece too: a lookup is one line of the table, not two.
+  trie_.reserve(node_piece.size());
+  children.for_each([&](uint64_t key, uint64_t child) {
+    trie_.insert(key, child | (uint64_t{node_piece[child]} << 32));
+  });
+  for (uint32_t b = 0; b < 256; ++b) {  // (a child is never the root, so 0 is "none")
+    uint64_t entry = 0;
+    root_child_[b] = trie_.find(b, entry) ? entry : 0;
   }
 }
 
-void UnigramModel::lattice(std::string_view word, std::vector<uint32_t>& chars,
-                           std::vector<Edge>& edges) const {
+void UnigramModel::char_starts(std::string_view word, std::vector<uint32_t>& chars) {
   chars.clear();
-  edges.clear();
+  chars.reserve(word.size() + 1);
   for (std::size_t i = 0; i < word.size(); i += utf8_char_len(word, i)) {
     chars.push_back(static_cast<uint32_t>(i));
   }
   chars.push_back(static_cast<uint32_t>(word.size()));
+}
+
+template <typename Fn>
+void UnigramModel::walk(std::string_view word, const std::vector<uint32_t>& chars,
+                        Fn&& edge) const {
   const std::size_t n = chars.size() - 1;
   for (std::size_t i = 0; i < n; ++i) {
     bool single = false;
-    const std::size_t longest = std::min(max_chars_, n - i);
-    for (std::size_t len = 1; len <= longest; ++len) {
-      uint32_t id;
-      if (!lookup_.find(word.substr(chars[i], chars[i + len] - chars[i]), id)) break;
+    const std::size_t last = std::min(max_chars_, n - i) + i;  // (the last end a piece may have)
+    std::size_t end = i;  // characters matched so far
+    uint64_t entry = root_child_[static_cast<unsigned char>(word[chars[i]])];
+    for (std::size_t b = chars[i]; b < chars[last] && entry != 0; ++b) {
+      if (b != chars[i] && !trie_.find(((entry & 0xFFFFFFFFu) << 8) |
+                                           static_cast<unsigned char>(word[b]), entry)) {
+        break;
+      }
+      if (b + 1 != chars[end + 1]) continue;  // (inside a character)
+      ++end;
+      const auto id = static_cast<uint32_t>(entry >> 32);
       if (id != kPrefixOnly) {
-        edges.push_back({static_cast<uint32_t>(i), static_cast<uint32_t>(i + len), id, scores_[id]});
-        single = single || len == 1;
+        edge(static_cast<uint32_t>(i), static_cast<uint32_t>(end), id, scores_[id]);
+        single = single || end == i + 1;
       }
     }
     if (!single) {
@@ -130,9 +157,48 @@ void UnigramModel::lattice(std::string_view word, std::vector<uint32_t>& chars,
         throw Error("the character at " + std::to_string(i) + " of '" + std::string(word) +
                     "' is in no piece and the model has no unk");
       }
-      edges.push_back({static_cast<uint32_t>(i), static_cast<uint32_t>(i + 1),
-                       static_cast<uint32_t>(options_.unk_id), unk_score_});
+      edge(static_cast<uint32_t>(i), static_cast<uint32_t>(i + 1),
+           static_cast<uint32_t>(options_.unk_id), unk_score_);
     }
+  }
+}
+
+void UnigramModel::lattice(std::string_view word, std::vector<uint32_t>& chars,
+                           std::vector<Edge>& edges) const {
+  char_starts(word, chars);
+  edges.clear();
+  walk(word, chars, [&edges](uint32_t start, uint32_t end, uint32_t id, double score) {
+    edges.push_back({start, end, id, score});
+  });
+}
+
+template <typename Sum>
+void UnigramModel::viterbi(std::string_view word, const std::vector<uint32_t>& chars,
+                           std::vector<Edge>& path) const {
+  // best_path over the lattice as walk() gives it, edge by edge in the same order, without
+  // keeping the edges (a long text's were most of its memory and time).
+  const std::size_t n = chars.size() - 1;
+  thread_local std::vector<Sum> best;
+  thread_local std::vector<Edge> back;  // the best edge into each position (id kPrefixOnly: none)
+  best.assign(n + 1, Sum{0});
+  back.assign(n + 1, Edge{0, 0, kPrefixOnly, 0.0});
+  walk(word, chars, [&](uint32_t start, uint32_t end, uint32_t id, double score) {
+    if (start != 0 && back[start].id == kPrefixOnly) return;
+    const Sum candidate = best[start] + static_cast<Sum>(score);
+    if (back[end].id == kPrefixOnly || candidate > best[end]) {
+      best[end] = candidate;
+      back[end] = Edge{start, end, id, score};
+    }
+  });
+  path.clear();
+  for (std::size_t at = n; at > 0;) {
+    path.push_back(back[at]);
+    at = back[at].start;
+  }
+  std::reverse(path.begin(), path.end());
+  if (back.capacity() > kScratchKept) {
+    std::vector<Sum>().swap(best);
+    std::vector<Edge>().swap(back);
   }
 }
 
@@ -200,16 +266,19 @@ bool UnigramModel::best_path(const std::vector<Edge>& edges, std::size_t n, int6
 
 void UnigramModel::encode_word(std::string_view word, std::vector<TokenSpan>& out) const {
   if (word.empty()) return;
-  std::vector<uint32_t> chars;
-  std::vector<Edge> edges;
-  lattice(word, chars, edges);
-  std::vector<Edge> path;
+  thread_local std::vector<uint32_t> chars;  // (kept from word to word, as viterbi's)
+  thread_local std::vector<Edge> path;
+  char_starts(word, chars);
   if (options_.float32_sums) {
-    best_path<float>(edges, chars.size() - 1, -1, path);
+    viterbi<float>(word, chars, path);
   } else {
-    best_path<double>(edges, chars.size() - 1, -1, path);
+    viterbi<double>(word, chars, path);
   }
   finish(word, chars, path, out);
+  if (chars.capacity() > kScratchKept) {  // (one huge text must not hold its memory)
+    std::vector<uint32_t>().swap(chars);
+    std::vector<Edge>().swap(path);
+  }
 }
 
 bool UnigramModel::viterbi_ids(std::string_view word, int64_t exclude,

@@ -1,7 +1,7 @@
-"""SentencePiece's BPE pipelines in the core (tokenmill.spaced) give what the Python pipeline
+"""SentencePiece's pipelines in the core (tokenmill.spaced) give what the Python pipeline
 gives: the same ids and offsets on random texts, for a .model's normalizer, each Metaspace
-scheme with and without split, and Llama's Prepend + Replace; one text at a time and in
-batches, with added tokens in the text."""
+scheme with and without split, and Llama's Prepend + Replace; BPE (Mistral's) and Unigram
+(ALBERT's); one text at a time and in batches, with added tokens in the text."""
 
 from __future__ import annotations
 
@@ -20,6 +20,7 @@ from tokenmill.normalizers import Sequence as NormalizerSequence
 from tokenmill.pre_tokenizers import Metaspace
 
 MISTRAL = "tokenizers/mistral-7b-v0.3"
+ALBERT = "tokenizers/albert-spiece-fixture/spiece.model"
 # Spaces, the mark itself, known and unknown characters (byte fallback, or dropped), and the
 # text of added tokens, so stretches start after a token too.
 PIECES = [" ", "  ", "▁", "a", "the", " the", "é", "语", "😀", "\t", "\n", "x y", "<s>", "[INST]",
@@ -74,11 +75,25 @@ def mistral(shared_data: Path) -> dict[str, Tokenizer]:
     return out
 
 
+@pytest.fixture(scope="module")
+def albert(shared_data: Path) -> dict[str, Tokenizer]:
+    """ALBERT's Unigram behind its own normalizer and behind Metaspace."""
+    model_tok = tokenmill.load(shared_data / ALBERT)
+    out = {".model": model_tok}
+    for scheme in ("always", "first"):
+        tok = copy.deepcopy(model_tok)
+        tok.normalizer = None
+        tok.pre_tokenizer = Metaspace(prepend_scheme=scheme, split=scheme == "always")
+        out[f"metaspace {scheme}"] = tok
+    return out
+
+
 @settings(max_examples=60, deadline=None)
 @given(st.lists(texts, min_size=1, max_size=6))
 def test_every_pipeline_as_the_python_path(mistral: dict[str, Tokenizer],
+                                           albert: dict[str, Tokenizer],
                                            batch: list[str]) -> None:
-    for tok in mistral.values():
+    for tok in [*mistral.values(), *albert.values()]:
         check(tok, batch)
 
 

@@ -1,6 +1,7 @@
 // SentencePiece's pipelines in the core: a text's spaces spelled "▁" (by a .model's own
 // normalizer, or as Hugging Face's Metaspace and Llama's Prepend + Replace spell them), then a
-// character-level BPE over the result, each token given the characters of the text it covers.
+// character-level model (BPE, or a .model's Unigram) over the result, each token given the
+// characters of the text it covers.
 #pragma once
 
 #include <cstddef>
@@ -12,6 +13,7 @@
 #include "tokenmill/encode.h"
 #include "tokenmill/sp_normalizer.h"
 #include "tokenmill/text.h"
+#include "tokenmill/unigram.h"
 
 namespace tokenmill {
 
@@ -29,12 +31,15 @@ struct SpacePlan {
   bool split = false;  // the text cut before every "▁" (Metaspace's split), pieces merged alone
 };
 
-// text's tokens, with the characters [start, end) of text each covers. Thread-safe.
-void encode_spaced(const BPEModel& model, const SpacePlan& plan, std::string_view text,
+// text's tokens, with the characters [start, end) of text each covers. Thread-safe. Model:
+// BPEModel or UnigramModel (instantiated in sp_encode.cc).
+template <class Model>
+void encode_spaced(const Model& model, const SpacePlan& plan, std::string_view text,
                    Encoded& out);
 
 // The same for each text, on up to `threads` threads; prefixes[t] is text t's SpacePrefix.
-std::vector<Encoded> encode_spaced_texts(const BPEModel& model,
+template <class Model>
+std::vector<Encoded> encode_spaced_texts(const Model& model,
                                          const SentencePieceNormalizer* normalizer, bool split,
                                          const std::vector<TextRef>& texts,
                                          const std::vector<uint8_t>& prefixes,

@@ -43,6 +43,7 @@ class SentencePieceNormalizer {
   std::string_view strings_;  // replacements, each NUL-terminated
   StringMap user_defined_;
   std::size_t longest_user_defined_ = 0;
+  bool user_defined_first_[256] = {};  // the first bytes of user-defined pieces
   SentencePieceNormalizerOptions options_;
 };
 

@@ -79,6 +79,15 @@ class UnigramModel {
   // Edges in order of start, then length; chars gets the byte offset of each character (and
   // the end). Throws if a character has no piece and there is no unk.
   void lattice(std::string_view word, std::vector<uint32_t>& chars, std::vector<Edge>& edges) const;
+  // The byte offset of each character of word, and the end.
+  static void char_starts(std::string_view word, std::vector<uint32_t>& chars);
+  // edge(start, end, id, score) for each edge of the lattice, in lattice() order.
+  template <typename Fn>
+  void walk(std::string_view word, const std::vector<uint32_t>& chars, Fn&& edge) const;
+  // The Viterbi path, as best_path over lattice() with no piece excluded.
+  template <typename Sum>
+  void viterbi(std::string_view word, const std::vector<uint32_t>& chars,
+               std::vector<Edge>& path) const;
   // The Viterbi path over a word of n characters, never using piece `exclude`; false if none.
   template <typename Sum>
   bool best_path(const std::vector<Edge>& edges, std::size_t n, int64_t exclude,
@@ -92,7 +101,12 @@ class UnigramModel {
 
   std::vector<std::string> pieces_;
   std::vector<double> scores_;
-  StringMap lookup_;  // matchable pieces -> id, and their prefixes -> kPrefixOnly
+  // The matchable pieces' trie, by bytes: (node << 8 | byte) -> child node | the piece that
+  // ends at the child (or kPrefixOnly) << 32; node 0 is the root. A lattice walks it from each
+  // character, one lookup a byte (a map of whole pieces and their prefixes hashed the growing
+  // substring again at every character).
+  PairMap trie_;
+  uint64_t root_child_[256] = {};  // the root's entries by byte (0: none), without a probe
   std::size_t max_chars_ = 1;
   double unk_score_ = 0.0;
   UnigramOptions options_;
