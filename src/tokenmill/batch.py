@@ -64,9 +64,11 @@ def encode_np(tok: Tokenizer, texts: Sequence[str], *, padded: bool = False, pad
             check_texts(texts)
             raise
     else:
-        check_texts(texts)  # (a bad text named by its place in the batch)
-        lists = [tok.encode_ordinary(t) + ([] if separator is None else [separator])
-                 for t in texts]
+        # (the core's other pipelines, on native threads, or the Python one text by text)
+        lists = tok.encode_ordinary_batch(texts, num_threads=num_threads)
+        if separator is not None:
+            for x in lists:
+                x.append(separator)
         offsets = np.zeros(len(lists) + 1, dtype=np.int64)
         np.cumsum([len(x) for x in lists], out=offsets[1:])
         ids = np.fromiter((i for x in lists for i in x), dtype=dtype, count=int(offsets[-1]))
@@ -99,5 +101,4 @@ def count_tokens(tok: Tokenizer, texts: Sequence[str], *,
         except (TypeError, UnicodeError):
             check_texts(texts)
             raise
-    check_texts(texts)  # (a bad text named by its place in the batch)
-    return [len(tok.encode_ordinary(t)) for t in texts]
+    return [len(x) for x in tok.encode_ordinary_batch(texts, num_threads=num_threads)]

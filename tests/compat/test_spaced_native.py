@@ -51,6 +51,9 @@ def check(tok: Tokenizer, batch: list[str]) -> None:
     plain_ids = [python_path(tok, text, plain=True)[0] for text in batch]
     assert tok.encode_ordinary_batch(batch, num_threads=2) == plain_ids
     assert [tok.encode_ordinary(text) for text in batch] == plain_ids
+    assert tok.count_tokens(batch, num_threads=2) == [len(x) for x in plain_ids]
+    flat = tok.encode_batch_np(batch, num_threads=2)
+    assert flat["ids"].tolist() == [i for x in plain_ids for i in x]
 
 
 @pytest.fixture(scope="module")
