@@ -1042,7 +1042,7 @@ template <class Model>
 nb::list encode_spaced_batch(const Model& model,
                              const tokenmill::SentencePieceNormalizer* normalizer,
                              const std::vector<uint8_t>& prefixes, bool split,
-                             nb::handle text_list, std::size_t threads) {
+                             nb::handle text_list, std::size_t threads, bool ids_only) {
   const Texts batch = texts_of(text_list);
   for (const tokenmill::TextRef& ref : batch.refs) {
     if (static_cast<uint64_t>(ref.length) >= (uint64_t{1} << 31)) {
@@ -1055,7 +1055,15 @@ nb::list encode_spaced_batch(const Model& model,
     results = tokenmill::encode_spaced_texts(model, normalizer, split, batch.refs, prefixes,
                                              threads);
   }
-  return offset_tuples(results);
+  if (!ids_only) return offset_tuples(results);
+  nb::object out = nb::steal(PyList_New(static_cast<Py_ssize_t>(results.size())));
+  if (!out.is_valid()) throw nb::python_error();
+  const CollectorPaused paused;
+  for (std::size_t t = 0; t < results.size(); ++t) {
+    PyList_SET_ITEM(out.ptr(), static_cast<Py_ssize_t>(t), id_list(results[t].ids).release().ptr());
+    results[t] = tokenmill::Encoded();
+  }
+  return nb::borrow<nb::list>(out);
 }
 
 // A trainer's progress(merges, vocab size) callback; it takes the GIL to call into Python.
@@ -1354,9 +1362,11 @@ NB_MODULE(_core, m) {
   m.def("encode_spaced", &encode_spaced<tokenmill::UnigramModel>, "model"_a,
         "normalizer"_a.none(), "prefix"_a, "split"_a, "text"_a);
   m.def("encode_spaced_batch", &encode_spaced_batch<BPEModel>, "model"_a,
-        "normalizer"_a.none(), "prefixes"_a, "split"_a, "texts"_a, "threads"_a);
+        "normalizer"_a.none(), "prefixes"_a, "split"_a, "texts"_a, "threads"_a,
+        "ids_only"_a = false);
   m.def("encode_spaced_batch", &encode_spaced_batch<tokenmill::UnigramModel>, "model"_a,
-        "normalizer"_a.none(), "prefixes"_a, "split"_a, "texts"_a, "threads"_a);
+        "normalizer"_a.none(), "prefixes"_a, "split"_a, "texts"_a, "threads"_a,
+        "ids_only"_a = false);
   m.def("encode_ids_batch", &encode_ids_batch, "model"_a, "pattern"_a, "texts"_a, "threads"_a);
   m.def("encode_ids_flat", &encode_ids_flat, "model"_a, "pattern"_a, "texts"_a, "threads"_a,
         "narrow"_a, "separator"_a = nb::none());

@@ -514,9 +514,9 @@ class Tokenizer:
                 return _core.encode_ids_batch(native[0], native[1], texts,
                                               thread_count(len(texts), num_threads))
             if spaced_plan is not None:  # (each text whole: its special tokens are plain text)
-                return [ids for ids, _, _ in _core.encode_spaced_batch(
+                return cast(list, _core.encode_spaced_batch(
                     spaced_plan.model, spaced_plan.normalizer, [spaced_plan.first] * len(texts),
-                    spaced_plan.split, texts, thread_count(len(texts), num_threads))]
+                    spaced_plan.split, texts, thread_count(len(texts), num_threads), True))
             plan = cast(tuple, bert_plan)  # one of the two plans, checked above
             return _core.bert_encode_batch(plan[0], plan[1], texts,
                                            thread_count(len(texts), num_threads), False)

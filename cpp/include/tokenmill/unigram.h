@@ -11,6 +11,7 @@
 #include <string>
 #include <string_view>
 #include <unordered_map>
+#include <utility>
 #include <vector>
 
 #include "tokenmill/bpe.h"  // TokenSpan
@@ -101,12 +102,17 @@ class UnigramModel {
 
   std::vector<std::string> pieces_;
   std::vector<double> scores_;
-  // The matchable pieces' trie, by bytes: (node << 8 | byte) -> child node | the piece that
-  // ends at the child (or kPrefixOnly) << 32; node 0 is the root. A lattice walks it from each
-  // character, one lookup a byte (a map of whole pieces and their prefixes hashed the growing
-  // substring again at every character).
-  PairMap trie_;
-  uint64_t root_child_[256] = {};  // the root's entries by byte (0: none), without a probe
+  // The matchable pieces' trie, by bytes, as a double array (place_units): unit 0 is the
+  // root. A lattice walks it from each character, one array read a byte (a map of whole pieces
+  // and their prefixes hashed the growing substring again at every character).
+  struct Unit {
+    uint32_t base;   // the children's units are base ^ byte
+    uint32_t check;  // the parent's unit (a free unit: ~0)
+    uint32_t piece;  // the piece that ends here, or kPrefixOnly
+  };
+  std::vector<Unit> units_;
+  // Builds units_ from the matchable pieces and their ids (sorted here).
+  void place_units(std::vector<std::pair<std::string_view, uint32_t>>& keys);
   std::size_t max_chars_ = 1;
   double unk_score_ = 0.0;
   UnigramOptions options_;
