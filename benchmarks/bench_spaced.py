@@ -8,26 +8,61 @@ Rows, on one thread:
 - ``lines``: one call a document, as a server encodes requests: ``encode_ordinary`` against
   ``SentencePieceProcessor.encode`` (ids), ``encode`` against tokenizers' ``encode`` (whole
   encodings, offsets included);
-- ``batch``: ``encode_batch`` of all the documents against ``encode(list)`` (ids) and
-  tokenizers' ``encode_batch`` (encodings);
+- ``batch``: all the documents in one call: ``encode_ordinary_batch`` against
+  ``encode(list)`` (ids), ``encode_batch`` against tokenizers' ``encode_batch`` (encodings);
 - ``one text``: the documents joined by newlines into one input, once.
 
 The texts: about ``--kb`` of English (tinyshakespeare), Chinese (hongloumeng), a line a document,
-and code (bench_encode's files, a file a document). Every document's ids are compared before
-timing (mismatches are counted and printed). The engines alternate (ABBA over the repeats); the
-figures are medians, in milliseconds.
+and code (bench_encode's files, a file a document).
+
+With ``--hostile``, also bench_serve's hostile inputs (a megabyte of ``a``, of random letters,
+digits, base64, one CJK character, FASTA-like records) at 100 kB and 1 MB, one text each:
+``encode_ordinary`` against the peer's encode, the median of three calls after a first, the
+growth from 100 kB to 1 MB and the peer's time over ours at 1 MB.
+
+Every document's ids are compared before timing (mismatches are counted and printed). The
+engines alternate (ABBA over the repeats); the figures are medians, in milliseconds.
 """
 
 from __future__ import annotations
 
+import statistics
 import sys
+import time
 from functools import partial
 from typing import Any
 
 from bench_bpe import head, read_lines
 from bench_decode_stream import medians
 from bench_encode import code
+from bench_serve import HOSTILE, SIZES, hostile_text
 from bench_word_ids import one_thread_args
+
+
+def steady(fn: Any, text: str, repeats: int = 3) -> float:
+    """The median seconds of ``repeats`` calls of fn(text), after a first."""
+    fn(text)
+    times = []
+    for _ in range(repeats):
+        start = time.perf_counter()
+        fn(text)
+        times.append(time.perf_counter() - start)
+    return statistics.median(times)
+
+
+def hostile(engines: list[tuple[str, Any, Any, Any]]) -> None:
+    """The hostile inputs' table (see the module's doc)."""
+    print("\n| tokenizer, peer | input | tokenmill 100 kB | 1 MB | growth | peer 100 kB | 1 MB "
+          "| growth | peer / tokenmill at 1 MB |")
+    print("| --- | --- | --- | --- | --- | --- | --- | --- | --- |")
+    for name, ours, peer, runs in engines:
+        for kind in HOSTILE:
+            texts = [hostile_text(kind, size) for size in SIZES]
+            mine = [steady(partial(runs["one"][0], ours), t) for t in texts]
+            theirs = [steady(partial(runs["one"][1], peer), t) for t in texts]
+            print(f"| {name} | {kind} | {mine[0] * 1e3:.1f} | {mine[1] * 1e3:.1f} | "
+                  f"{mine[1] / mine[0]:.1f} | {theirs[0] * 1e3:.1f} | {theirs[1] * 1e3:.1f} | "
+                  f"{theirs[1] / theirs[0]:.1f} | {theirs[1] / mine[1]:.2f}x |", flush=True)
 
 TEXTS = {"English": "text/en/tinyshakespeare.txt", "Chinese": "text/zh/hongloumeng.txt"}
 MODELS = {"Mistral 7B v0.3 .model": "mistral-7b-v0.3/tokenizer.model",
@@ -37,7 +72,7 @@ JSON = {"Mistral 7B v0.3 json": "mistral-7b-v0.3/tokenizer.json"}
 
 
 def main() -> int:
-    args = one_thread_args(__doc__)
+    args = one_thread_args(__doc__, hostile=True)
     from importlib.metadata import version
 
     import sentencepiece
@@ -99,6 +134,8 @@ def main() -> int:
                                partial(runs[mode][1], peer, arg), args.repeats)
                 row += [f"{a * 1e3:.1f}", f"{b * 1e3:.1f}", f"{b / a:.2f}x"]
             print("| " + " | ".join(row) + " |", flush=True)
+    if args.hostile:
+        hostile(engines)
     return 0
 
 

@@ -32,13 +32,16 @@ def read_words(tok: Any, docs: list[str], **options: Any) -> int:
     return sum(len(e.word_ids) + len(e.sequence_ids) for e in tok.encode_batch(docs, **options))
 
 
-def one_thread_args(doc: str) -> argparse.Namespace:
-    """--data, --repeats and --kb, read; and tokenizers held to one thread (its pool reads the
-    environment when it starts, so before it is imported)."""
+def one_thread_args(doc: str, hostile: bool = False) -> argparse.Namespace:
+    """--data, --repeats and --kb (and --hostile if asked for), read; and tokenizers held to
+    one thread (its pool reads the environment when it starts, so before it is imported)."""
     parser = argparse.ArgumentParser(description=doc.split("\n\n")[0])
     parser.add_argument("--data", type=Path, default=DEFAULT_DATA)
     parser.add_argument("--repeats", type=int, default=5)
     parser.add_argument("--kb", type=int, default=300, help="text per language, kB")
+    if hostile:
+        parser.add_argument("--hostile", action="store_true",
+                            help="also the hostile inputs at 100 kB and 1 MB")
     args = parser.parse_args()
     os.environ["RAYON_NUM_THREADS"] = "1"
     os.environ["TOKENIZERS_PARALLELISM"] = "false"
