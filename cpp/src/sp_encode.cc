@@ -36,6 +36,9 @@ void spell_spaces(std::string_view text, SpacePrefix prefix, Scratch& s) {
   s.starts.clear();
   s.ends.clear();
   if (text.empty()) return;
+  s.text.reserve(text.size() + 2 * std::count(text.begin(), text.end(), ' ') + kMark.size());
+  s.starts.reserve(text.size() + 1);
+  s.ends.reserve(text.size() + 1);
   const bool spaced = text.front() == ' ' || text.substr(0, kMark.size()) == kMark;
   if (prefix == SpacePrefix::kAlways || (prefix == SpacePrefix::kUnlessSpaced && !spaced)) {
     s.text.append(kMark.data(), kMark.size());

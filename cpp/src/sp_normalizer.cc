@@ -111,6 +111,11 @@ void SentencePieceNormalizer::normalize(std::string_view text, std::string& out,
   out.clear();
   starts.clear();
   ends.clear();
+  // (room for the text as it is, and a prefix: grown a doubling at a time, a megabyte's
+  // vectors were copied twenty times over)
+  out.reserve(text.size() + 3);
+  starts.reserve(text.size() + 1);
+  ends.reserve(text.size() + 1);
   std::size_t at = 0;
   uint32_t char_at = 0;  // characters of text before `at`
   std::size_t consumed = 0;

@@ -257,28 +257,28 @@ void UnigramModel::viterbi(std::string_view word, const std::vector<uint32_t>& c
   // best_path over the lattice as walk() gives it, edge by edge in the same order, without
   // keeping the edges (a long text's were most of its memory and time).
   const std::size_t n = chars.size() - 1;
-  thread_local std::vector<Sum> best;
-  thread_local std::vector<Edge> back;  // the best edge into each position (id kPrefixOnly: none)
-  best.assign(n + 1, Sum{0});
-  back.assign(n + 1, Edge{0, 0, kPrefixOnly, 0.0});
+  struct Best {  // the best path into a position: its score, and its last edge's start and id
+    Sum score;
+    uint32_t start;
+    uint32_t id;  // kPrefixOnly: no path yet
+  };
+  thread_local std::vector<Best> best;  // (12 or 16 bytes a character, in one array)
+  best.assign(n + 1, Best{Sum{0}, 0, kPrefixOnly});
   walk(word, chars, [&](uint32_t start, uint32_t end, uint32_t id, double score) {
-    if (start != 0 && back[start].id == kPrefixOnly) return;
-    const Sum candidate = best[start] + static_cast<Sum>(score);
-    if (back[end].id == kPrefixOnly || candidate > best[end]) {
-      best[end] = candidate;
-      back[end] = Edge{start, end, id, score};
+    if (start != 0 && best[start].id == kPrefixOnly) return;
+    const Sum candidate = best[start].score + static_cast<Sum>(score);
+    if (best[end].id == kPrefixOnly || candidate > best[end].score) {
+      best[end] = {candidate, start, id};
     }
   });
   path.clear();
   for (std::size_t at = n; at > 0;) {
-    path.push_back(back[at]);
-    at = back[at].start;
+    const Best& b = best[at];
+    path.push_back(Edge{b.start, static_cast<uint32_t>(at), b.id, 0.0});  // (finish: no score)
+    at = b.start;
   }
   std::reverse(path.begin(), path.end());
-  if (back.capacity() > kScratchKept) {
-    std::vector<Sum>().swap(best);
-    std::vector<Edge>().swap(back);
-  }
+  if (best.capacity() > kScratchKept) std::vector<Best>().swap(best);
 }
 
 void UnigramModel::finish(std::string_view word, const std::vector<uint32_t>& chars,
