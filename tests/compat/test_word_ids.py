@@ -375,19 +375,31 @@ def test_real_files_agree_when_truncated_and_padded(real):
 
 def test_one_part_laid_out_as_the_walk_over_parts_lays_it_out(real, trained):
     # laid_out takes a short way for a single encoding (a template without special tokens);
-    # an empty encoding after it sends the same part the long way.
+    # an empty encoding after it sends the same parts the long way. (Each layout gets fresh
+    # encodings, with and without tokens made; special tokens around them, the long way too.)
     for ours, _ in real + trained:
-        for a in (ours.encode("hello there, friend", add_special_tokens=False),
-                  ours.encode("hello", "friend"),
-                  ours.encode("hello there friend", add_special_tokens=False).truncated(2)):
-            if len(a.ids) % 2:
-                assert a.tokens  # (its tokens made, or left to make)
-            for type_id in (None, 0, 1):
-                for sequence in (None, 0, 1):
-                    for own in (True, False):
-                        alone = Encoding.laid_out([(a, type_id, sequence)], own)
-                        walked = Encoding.laid_out([(a, type_id, sequence),
-                                                    (Encoding([]), None, None)], own)
-                        for field in FIELDS + ("tokens",):
-                            assert getattr(alone, field) == getattr(walked, field), field
-                        assert alone.char_to_token(3) == walked.char_to_token(3)
+        fresh = (lambda tok=ours: tok.encode("hello there, friend", add_special_tokens=False),
+                 lambda tok=ours: tok.encode("hello", "friend"),
+                 lambda tok=ours: tok.encode("hello there friend",
+                                             add_special_tokens=False).truncated(2))
+        specials = [([ours.token_to_id(t) or 0], t, k) for k, t in
+                    enumerate(ours.get_vocab())][:2]
+        for make in fresh:
+            for made_tokens in (False, True):
+                for type_id in (None, 0, 1):
+                    for sequence in (None, 0, 1):
+                        for own in (True, False):
+                            for before, after in (([], []), ([0], []), ([0, 1], [1])):
+                                a, b = make(), make()
+                                if made_tokens:
+                                    assert a.tokens == b.tokens
+                                parts = [specials[k] for k in before], [specials[k] for k in after]
+                                short = Encoding.laid_out(
+                                    parts[0] + [(a, type_id, sequence)] + parts[1], own)
+                                walked = Encoding.laid_out(
+                                    parts[0] + [(b, type_id, sequence)] + parts[1]
+                                    + [(Encoding([]), None, None)], own)
+                                for field in FIELDS + ("tokens",):
+                                    assert getattr(short, field) == getattr(walked, field), \
+                                        field
+                                assert short.char_to_token(3) == walked.char_to_token(3)
