@@ -364,9 +364,13 @@ class Tokenizer:
           stretch of text, and each token's piece by where it starts;
         - BERT's pipeline: WordPiece begins each word with a token that has no "##", and
           gives that prefix to every other token of the word (a word it cannot spell is one
-          unknown token)."""
+          unknown token);
+        - SentencePiece's (unsplit): each stretch of text between added tokens is one
+          pre-token, if its normalized text is not empty."""
         native = self.native_plan()
-        bert_plan = self._core_plans()[0] if native is None else None
+        bert_plan, spaced_plan = self._core_plans() if native is None else (None, None)
+        if spaced_plan is not None and not spaced_plan.split:
+            return self._spaced_word_ids(spaced_plan, text, vocab)
         if native is None and (bert_plan is None or vocab.any_normalized):
             return None
         cut = vocab.split(text)
@@ -394,6 +398,26 @@ class Tokenizer:
                                           initial=word - 1))
                 words += counted[1:]
                 word = counted[-1] + 1
+        return words
+
+    def _spaced_word_ids(self, plan: spaced.SpacedPlan, text: str,
+                         vocab: AddedVocabulary) -> list[int | None]:
+        """_native_word_ids under a SentencePiece plan that does not split: a word a stretch
+        of text (its tokens all of it) and one an added token."""
+        words: list[int | None] = []
+        word = 0
+        for token, a, b in vocab.split(text):
+            if token is not None:
+                words.append(word)
+                word += 1
+                continue
+            ids = _core.encode_spaced(plan.model, plan.normalizer, plan.prefix(a), False,
+                                      text[a:b])[0]
+            if ids:
+                words += [word] * len(ids)
+                word += 1
+            elif self.normalizer is None or self.normalizer.normalize_str(text[a:b]):
+                word += 1  # (a word whose characters the model dropped)
         return words
 
     def _word_starts(self) -> bytearray:

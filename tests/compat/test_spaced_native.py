@@ -37,6 +37,15 @@ def python_path(tok: Tokenizer, text: str, plain: bool = False
     return e.ids, e.offsets
 
 
+def python_words(tok: Tokenizer, text: str) -> list[int | None]:
+    """The word ids the Python pipeline gives ``text`` (special tokens matched)."""
+    tok.__dict__["_native_word_ids"] = lambda text, vocab: None
+    try:
+        return tok._word_ids_of(text, tok._added, None)
+    finally:
+        del tok.__dict__["_native_word_ids"]
+
+
 def check(tok: Tokenizer, batch: list[str]) -> None:
     assert spaced.native_plan(tok) is not None
     for plain in (False, True):
@@ -47,6 +56,8 @@ def check(tok: Tokenizer, batch: list[str]) -> None:
             assert (e.ids, e.offsets) == python_path(tok, text, plain), text
         together = tok.encode_batch(batch, add_special_tokens=False, **rules)
         assert [(e.ids, e.offsets) for e in together] == [(e.ids, e.offsets) for e in singles]
+        if not plain:  # (word ids, made by the core where the plan does not split)
+            assert [e.word_ids for e in singles] == [python_words(tok, t) for t in batch]
     # ids alone, special tokens' text plain (the batch through the core on two threads)
     plain_ids = [python_path(tok, text, plain=True)[0] for text in batch]
     assert tok.encode_ordinary_batch(batch, num_threads=2) == plain_ids
