@@ -617,7 +617,7 @@ class Tokenizer:
         # paragraphs), then text by text only where one is there. A disallowed one raises for
         # the first input holding it, as encode does.
         every = "\0".join(texts) if disallowed or added.tokens else ""
-        if disallowed.search(every):
+        if disallowed.found_in(every):
             for i, (text, pair) in enumerate(items):
                 _refuse_disallowed(disallowed, _as_one(text, pair))
                 # (encode would encode this input next, and meet a lone surrogate in it
@@ -982,9 +982,9 @@ def _as_one(text: str, pair: str | None) -> str:
 def _refuse_disallowed(disallowed: LiteralFinder, text: str) -> None:
     """Raises if ``text`` holds one of the ``disallowed`` special tokens: the first there (the
     longest of those starting at one place), and where."""
-    found = disallowed.search(text)
+    found = disallowed.first(text)
     if found:
-        at, token = found.start(), found.group()
+        at, token = found
         raise InputError(
             f"text holds the special token {token!r} at character {at}; pass "
             f"allowed_special={{{token!r}}} (or \"all\") to encode it as that token, or "
