@@ -87,8 +87,10 @@ class TemplateProcessing:
 
     def passes_single(self) -> bool:
         """Whether, without special tokens, a single input comes out as it went in, marked as
-        input 0: the single template's one sequence has type id 0."""
-        return [item for item in self.single if item[0] == "sequence"] == [("sequence", "A", 0)]
+        input 0: the single template's one sequence has type id 0 (and :meth:`process` is
+        this class's own)."""
+        return type(self).process is TemplateProcessing.process and \
+            [item for item in self.single if item[0] == "sequence"] == [("sequence", "A", 0)]
 
     # Whether the inputs keep the marks they hold (of the inputs their tokens are of) beside
     # the template's: tokenizers' template adds its own to theirs, its BERT and RoBERTa

@@ -1,9 +1,8 @@
 """SentencePiece's pipelines in the core, in one call a text.
 
 Three ways of spelling spaces "▁" before a character-level BPE (or a .model's Unigram) are run
-by the core end to end
-(``_core.encode_spaced``), each token given its characters of the input as the Python pipeline
-gives them:
+by the core end to end (``_core.encode_spaced``), each token given its characters of the input
+as the Python pipeline gives them:
 
 - a SentencePiece ``.model``: its own normalizer (character map and whitespace rules), no
   pre-tokenizer;
