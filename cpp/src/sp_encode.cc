@@ -96,11 +96,17 @@ template <class Model>
 void encode_spaced(const Model& model, const SpacePlan& plan, std::string_view text,
                         Encoded& out) {
   Scratch& s = scratch;
+  struct Trimmed {  // (a huge text's buffers given back, an exception too)
+    Scratch& s;
+    ~Trimmed() { s.trim(); }
+  } trimmed{s};
   if (plan.normalizer != nullptr) {
     plan.normalizer->normalize(text, s.text, s.starts, s.ends);
   } else {
     spell_spaces(text, plan.prefix, s);
   }
+  // (the models count a word's bytes and characters in 32 bits)
+  if (s.text.size() >= (uint64_t{1} << 32)) throw Error("text is 4 GiB or longer as spelled");
   merge(model, plan.split, s);
   const std::size_t n = s.starts.size();
   out.ids.resize(s.spans.size());
@@ -124,7 +130,6 @@ void encode_spaced(const Model& model, const SpacePlan& plan, std::string_view t
     out.starts[k] = start;
     out.ends[k] = end;
   }
-  s.trim();
 }
 
 template <class Model>

@@ -54,29 +54,30 @@ def native_plan(tok: Any) -> SpacedPlan | None:
     from tokenmill.formats.sentencepiece import Precompiled, SentencePieceNormalizer
 
     model, normalizer, pre_tokenizer = tok.model, tok.normalizer, tok.pre_tokenizer
-    core: _core.BPEModel | _core.UnigramModel
-    if type(model) is BPE:
-        core = model._char_core
-    elif type(model) is Unigram:
-        core = model._core
-    else:
+    if type(model) is not BPE and type(model) is not Unigram:
         return None
+    # (the shape first: a byte-level BPE must not build a character core it never uses)
     if pre_tokenizer is None:
         if normalizer is not None and tok._added.any_normalized:
             return None
         if type(normalizer) in (SentencePieceNormalizer, Precompiled):
-            return SpacedPlan(core, normalizer._core, NO_PREFIX, NO_PREFIX, False)
+            return SpacedPlan(_model_core(model), normalizer._core, NO_PREFIX, NO_PREFIX, False)
         prefix = _llama_prefix(normalizer)
         if prefix is None:
             return None
-        return SpacedPlan(core, None, prefix, prefix, False)
+        return SpacedPlan(_model_core(model), None, prefix, prefix, False)
     if normalizer is None and type(pre_tokenizer) is Metaspace and \
             pre_tokenizer.replacement == SPACE_MARK:
         scheme = pre_tokenizer.prepend_scheme
         first = NO_PREFIX if scheme == "never" else PREFIX_UNLESS_SPACED
         rest = PREFIX_UNLESS_SPACED if scheme == "always" else NO_PREFIX
-        return SpacedPlan(core, None, first, rest, pre_tokenizer.splits)
+        return SpacedPlan(_model_core(model), None, first, rest, pre_tokenizer.splits)
     return None
+
+
+def _model_core(model: Any) -> _core.BPEModel | _core.UnigramModel:
+    """The core of a BPE (over characters) or Unigram model."""
+    return model._char_core if type(model) is BPE else model._core
 
 
 def _llama_prefix(normalizer: Any) -> int | None:

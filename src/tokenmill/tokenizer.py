@@ -210,6 +210,13 @@ class Tokenizer:
                                        spaced.native_plan(self))
         return kept[1], kept[2]
 
+    def _spaced_ordinary(self) -> spaced.SpacedPlan | None:
+        """The SentencePiece plan of the ids-only calls (encode_ordinary and its batch), or
+        None: also where the model's own BPE-dropout applies, which the Python path draws."""
+        if getattr(self.model, "dropout", None):
+            return None
+        return self._core_plans()[1]
+
     def _added_for(self, allowed_special: Special | None,
                    disallowed_special: Special | None, text: str) -> AddedVocabulary:
         """The added tokens to match in ``text`` under tiktoken's special-token rules: allowed
@@ -286,7 +293,9 @@ class Tokenizer:
                                           for token, a, b in cut if token is None],
                                     self.id_to_token)
         spaced_plan = self._core_plans()[1] if dropout is None else None
-        if spaced_plan is not None:
+        # (a normalizer's plan was made without normalized added tokens; this call's vocabulary
+        # is looked at too, as another thread may have added some since)
+        if spaced_plan is not None and (self.normalizer is None or not vocab.any_normalized):
             return spaced.encode_natively(spaced_plan, text, vocab.split(text),
                                           self.id_to_token)
         return None
@@ -504,7 +513,7 @@ class Tokenizer:
         """The ids of ``text`` with every special token's text encoded as plain text and no
         post-processing (tiktoken's ``encode_ordinary``)."""
         native = self.native_plan()
-        plan = self._core_plans()[1] if native is None else None
+        plan = self._spaced_ordinary() if native is None else None
         if (native is None and plan is None) or not self._added.all_special:
             # Neither cut nor padded, as on the core's path.
             return self._encode(text, None, False, None, None, disallowed_special=()).ids
@@ -525,8 +534,8 @@ class Tokenizer:
         checked_threads(num_threads)
         texts = text_batch(texts)
         native = self.native_plan()
-        bert_plan = self._core_plans()[0]
-        spaced_plan = self._core_plans()[1] if native is None and bert_plan is None else None
+        bert_plan = self._core_plans()[0] if native is None else None
+        spaced_plan = self._spaced_ordinary() if native is None and bert_plan is None else None
         if (native is None and bert_plan is None and spaced_plan is None) or \
                 not self._added.all_special:
             check_texts(texts)  # (a bad text named by its place in the batch)

@@ -147,3 +147,28 @@ def test_pipelines_the_core_does_not_run_take_the_python_path(mistral: Any) -> N
     # BPE-dropout draws as the Python path does, so it goes there
     assert tok.encode("a b", dropout=1.0, add_special_tokens=False).ids == [
         tok.token_to_id(c) for c in "▁a▁b"]
+
+
+def test_a_model_s_own_dropout_takes_the_python_path() -> None:
+    # encode_ordinary, its batch and the counts draw a model's own BPE-dropout as encode does
+    vocab = {"▁": 0, "a": 1, "b": 2, "▁a": 3, "▁ab": 4}
+    model = BPE(vocab, [("▁", "a"), ("▁a", "b")], dropout=1.0)
+    tok = Tokenizer(model, pre_tokenizer=Metaspace())
+    chars = [0, 1, 2, 0, 1, 2]
+    assert tok.encode("ab ab").ids == chars
+    assert tok.encode_ordinary("ab ab") == chars
+    assert tok.encode_ordinary_batch(["ab ab"]) == [chars]
+    assert tok.count_tokens(["ab ab"]) == [6]
+    model.dropout = None
+    assert tok.encode_ordinary("ab ab") == [4, 4]
+
+
+def test_byte_level_tokenizers_build_no_character_core(shared_data: Path) -> None:
+    # (the SentencePiece plan is looked for on every encode; a byte-level BPE never needs the
+    # core over characters, 30 MB for o200k_base)
+    tok = tokenmill.load(shared_data / "tokenizers" / "gpt2" / "tokenizer.json")
+    tok.encode("warm up")
+    tok.encode_ordinary_batch(["warm up"])
+    tok.count_tokens(["warm up"])
+    assert spaced.native_plan(tok) is None
+    assert "_char_core" not in tok.model.__dict__

@@ -105,3 +105,11 @@ def test_words_cut_at_the_space_mark_merge_as_the_whole_piece(pairs, clean, opti
     known = [c for c in text if c in "ab▁"]
     if not options:
         assert cut.encode_word("".join(known)) == reference.encode(known, merges)
+
+
+def test_no_cut_at_the_space_mark_when_the_unk_token_ends_in_it():
+    # An unknown "z" becomes the unk token "▁", which the merge ("▁", "▁") joins to the "▁"
+    # after it; cut there, the two would be merged apart (found by review).
+    model = BPE({"▁": 0, "a": 1, "▁▁": 2}, [("▁", "▁")], unk_token="▁")
+    assert model.word_mark == ""
+    assert model.encode_pieces(["z▁▁"]) == [2, 0, 0, 2, 0, 0, 2, 3]

@@ -125,9 +125,10 @@ class BPE(VocabLookups):
         The tokens are the same when no token holds another character followed by "▁": a
         merge across a cut would make one (its result is its two parts joined), so none
         applies there, and merges on either side do not meet. "▁" must be a token, so an
-        unknown one cannot join unknown characters on both sides into one unk. Merges on a
-        prefix or suffix, or ``ignore_merges`` (which asks whether the whole piece is a
-        token), are left whole.
+        unknown one cannot join unknown characters on both sides into one unk; and the unk
+        token must not end in "▁", which would let an unknown character before a cut merge
+        with the "▁" after it. Merges on a prefix or suffix, or ``ignore_merges`` (which asks
+        whether the whole piece is a token), are left whole.
 
         >>> BPE({"▁": 0, "a": 1, "▁a": 2}, [("▁", "a")]).word_mark == SPACE_MARK
         True
@@ -135,7 +136,8 @@ class BPE(VocabLookups):
         ''
         """
         if self.continuing_subword_prefix or self.end_of_word_suffix or \
-                self.end_of_word_marker or self.ignore_merges or SPACE_MARK not in self.vocab:
+                self.end_of_word_marker or self.ignore_merges or SPACE_MARK not in self.vocab \
+                or (self.unk_token or "").endswith(SPACE_MARK):
             return ""
         inner = (t for t in self.vocab if SPACE_MARK in t[1:])  # (a quick test before the regex)
         return "" if any(_BEFORE_MARK.search(t) for t in inner) else SPACE_MARK
