@@ -16,7 +16,10 @@
 #include "tokenmill/error.h"
 #include "tokenmill/flat_map.h"
 #include "tokenmill/pretokenize.h"
+#include "tokenmill/sp_encode.h"
+#include "tokenmill/sp_normalizer.h"
 #include "tokenmill/text.h"
+#include "tokenmill/unigram.h"
 #include "tokenmill/utf8.h"
 #include "tokenmill/word_cache.h"
 
@@ -457,6 +460,47 @@ void test_string_map_matches_a_map() {
 
 }  // namespace
 
+// Random bytes (broken UTF-8, halves of "▁", spaces) through every SentencePiece plan, with a
+// BPE that cuts at "▁" and a Unigram: every token's span lies inside the text's characters.
+void test_spaced_pipelines_on_random_bytes() {
+  const std::string mark = "\xE2\x96\x81";
+  std::vector<std::string> tokens = {mark, "a", "b", mark + "a", mark + "ab", "<unk>", mark + mark};
+  std::vector<uint32_t> ids = {0, 1, 2, 3, 4, 5, 6};
+  tokenmill::BPEOptions opt;
+  opt.unk_id = 5;
+  opt.fuse_unk = true;
+  opt.word_mark = mark;
+  const tokenmill::BPEModel bpe(tokens, ids, {{0, 1, 3}, {3, 2, 4}, {0, 0, 6}}, opt);
+  const tokenmill::UnigramModel unigram(tokens, {-1.0, -2.0, -2.0, -1.5, -1.0, 0.0, -0.5},
+                                        {1, 1, 1, 1, 1, 2, 4}, tokenmill::UnigramOptions{5});
+  const tokenmill::SentencePieceNormalizer normalizer("", {"ab"}, {});
+  std::mt19937 rng(11);
+  const char pieces[][4] = {" ", "a", "b", "\xE2", "\x96", "\x81", "\xE2\x96\x81", "\xFF", "z",
+                            "\xE8\xAF\x80"};
+  bool inside = true;
+  for (int round = 0; round < 3000; ++round) {
+    std::string text;
+    for (std::size_t n = rng() % 24; n > 0; --n) text += pieces[rng() % 10];
+    const auto chars = static_cast<uint32_t>(tokenmill::utf8_count(text));
+    for (int kind = 0; kind < 8; ++kind) {
+      tokenmill::SpacePlan plan;
+      plan.normalizer = kind >= 6 ? &normalizer : nullptr;
+      plan.prefix = static_cast<tokenmill::SpacePrefix>(kind % 3);
+      plan.split = kind % 2 == 1;
+      tokenmill::Encoded out;
+      if (kind % 4 < 2) {
+        tokenmill::encode_spaced(bpe, plan, text, out);
+      } else {
+        tokenmill::encode_spaced(unigram, plan, text, out);
+      }
+      for (std::size_t k = 0; k < out.ids.size(); ++k) {
+        inside = inside && out.starts[k] <= out.ends[k] && out.ends[k] <= chars;
+      }
+    }
+  }
+  check(inside, "spaced pipelines' spans lie inside the text");
+}
+
 int main() {
   test_scanners_on_broken_utf8();
   test_utf8_never_reads_past_the_end();
@@ -468,6 +512,7 @@ int main() {
   test_models_find_what_they_kept();
   test_trainer_large_counts_and_errors();
   test_string_map_matches_a_map();
+  test_spaced_pipelines_on_random_bytes();
   if (failures == 0) std::printf("core tests: all passed\n");
   return failures == 0 ? 0 : 1;
 }
