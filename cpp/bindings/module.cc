@@ -945,17 +945,26 @@ nb::object offset_lists(const tokenmill::Encoded& e) {
   return nb::steal(row);
 }
 
-// Each text's (ids, starts, ends), each text's vectors freed once it is a tuple.
-nb::list offset_tuples(std::vector<tokenmill::Encoded>& results) {
+// Each text's (ids, starts, ends), or its ids alone, each text's vectors freed once it is made.
+nb::list offset_tuples(std::vector<tokenmill::Encoded>& results, bool ids_only = false) {
   nb::object out = nb::steal(PyList_New(static_cast<Py_ssize_t>(results.size())));
   if (!out.is_valid()) throw nb::python_error();
   const CollectorPaused paused;
   for (std::size_t t = 0; t < results.size(); ++t) {
     tokenmill::Encoded& e = results[t];
-    PyList_SET_ITEM(out.ptr(), static_cast<Py_ssize_t>(t), offset_lists(e).release().ptr());
+    nb::object item = ids_only ? id_list(e.ids) : offset_lists(e);
+    PyList_SET_ITEM(out.ptr(), static_cast<Py_ssize_t>(t), item.release().ptr());
     e = tokenmill::Encoded();
   }
   return nb::borrow<nb::list>(out);
+}
+
+// A text the SentencePiece pipelines take: fewer than 2^31 characters (their offsets are 32
+// bits, and a prefix or spelled space may be added).
+void check_spaced_length(const tokenmill::TextRef& ref) {
+  if (static_cast<uint64_t>(ref.length) >= (uint64_t{1} << 31)) {
+    throw tokenmill::Error("text is 2 Gi characters or longer");
+  }
 }
 
 // ids, and the character offsets [start, end) of each token in text.
@@ -1024,9 +1033,7 @@ nb::object encode_spaced(const Model& model,
     throw tokenmill::Error("unknown prefix");
   }
   const tokenmill::TextRef ref = text_ref(text.ptr());
-  if (static_cast<uint64_t>(ref.length) >= (uint64_t{1} << 31)) {
-    throw tokenmill::Error("text is 2 Gi characters or longer");
-  }
+  check_spaced_length(ref);
   const tokenmill::SpacePlan plan{normalizer, static_cast<tokenmill::SpacePrefix>(prefix), split};
   tokenmill::Encoded e;
   {
@@ -1044,26 +1051,14 @@ nb::list encode_spaced_batch(const Model& model,
                              const std::vector<uint8_t>& prefixes, bool split,
                              nb::handle text_list, std::size_t threads, bool ids_only) {
   const Texts batch = texts_of(text_list);
-  for (const tokenmill::TextRef& ref : batch.refs) {
-    if (static_cast<uint64_t>(ref.length) >= (uint64_t{1} << 31)) {
-      throw tokenmill::Error("text is 2 Gi characters or longer");
-    }
-  }
+  for (const tokenmill::TextRef& ref : batch.refs) check_spaced_length(ref);
   std::vector<tokenmill::Encoded> results;
   {
     nb::gil_scoped_release release;
     results = tokenmill::encode_spaced_texts(model, normalizer, split, batch.refs, prefixes,
                                              threads);
   }
-  if (!ids_only) return offset_tuples(results);
-  nb::object out = nb::steal(PyList_New(static_cast<Py_ssize_t>(results.size())));
-  if (!out.is_valid()) throw nb::python_error();
-  const CollectorPaused paused;
-  for (std::size_t t = 0; t < results.size(); ++t) {
-    PyList_SET_ITEM(out.ptr(), static_cast<Py_ssize_t>(t), id_list(results[t].ids).release().ptr());
-    results[t] = tokenmill::Encoded();
-  }
-  return nb::borrow<nb::list>(out);
+  return offset_tuples(results, ids_only);
 }
 
 // A trainer's progress(merges, vocab size) callback; it takes the GIL to call into Python.

@@ -1210,33 +1210,16 @@ void BPEModel::encode_word(std::string_view word, std::vector<TokenSpan>& out) c
 // merged once and then found in the word cache.
 void BPEModel::encode_marked_word(std::string_view word, std::vector<TokenSpan>& out) const {
   const std::string_view mark = options_.word_mark;
-  std::size_t start = 0;   // the current part's first byte
-  uint32_t start_char = 0;  // and character
-  uint32_t chars = 0;
-  bool after_mark = true;  // (at the start, or just after a mark: no cut before the next one)
-  auto flush = [&](std::size_t end) {
-    const std::size_t first = out.size();
-    encode_word_uncached(word.substr(start, end - start), out);
-    for (std::size_t k = first; k < out.size(); ++k) {
-      out[k].start += start_char;
-      out[k].end += start_char;
-    }
+  auto at_mark = [&](std::size_t i) {
+    return i + mark.size() <= word.size() && word.compare(i, mark.size(), mark) == 0;
   };
-  for (std::size_t i = 0; i < word.size(); ++chars) {
-    if (word.compare(i, mark.size(), mark) == 0) {
-      if (!after_mark) {
-        flush(i);
-        start = i;
-        start_char = chars;
-      }
-      after_mark = true;
-      i += mark.size();
-    } else {
-      after_mark = false;
-      i += utf8_char_len(word, i);
-    }
-  }
-  flush(word.size());
+  // (before a mark that follows another character: a run of marks stays whole)
+  auto cut = [&](std::size_t i) {
+    return at_mark(i) && !(i >= mark.size() && at_mark(i - mark.size()));
+  };
+  encode_in_parts(word, cut, [this](std::string_view part, std::vector<TokenSpan>& spans) {
+    encode_word_uncached(part, spans);
+  }, out);
 }
 
 void BPEModel::encode_pieces(std::string_view text, const uint32_t* bounds, std::size_t count,

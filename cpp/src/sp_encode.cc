@@ -68,26 +68,10 @@ void merge(const Model& model, bool split, Scratch& s) {
     return;
   }
   const std::string_view text = s.text;
-  std::size_t start = 0;  // the piece's first byte, and character
-  uint32_t start_char = 0;
-  uint32_t chars = 0;
-  auto flush = [&](std::size_t end) {
-    const std::size_t first = s.spans.size();
-    model.encode_word(text.substr(start, end - start), s.spans);
-    for (std::size_t k = first; k < s.spans.size(); ++k) {
-      s.spans[k].start += start_char;
-      s.spans[k].end += start_char;
-    }
-  };
-  for (std::size_t i = 0; i < text.size(); ++chars) {
-    if (i > start && text.compare(i, kMark.size(), kMark) == 0) {
-      flush(i);
-      start = i;
-      start_char = chars;
-    }
-    i += utf8_char_len(text, i);
-  }
-  flush(text.size());
+  auto at_mark = [text](std::size_t i) { return text.compare(i, kMark.size(), kMark) == 0; };
+  encode_in_parts(text, at_mark, [&model](std::string_view part, std::vector<TokenSpan>& spans) {
+    model.encode_word(part, spans);
+  }, s.spans);
 }
 
 }  // namespace

@@ -108,7 +108,9 @@ class AddedVocabulary:
         # Whether a token is found in the normalized text (the core's pipelines find none).
         self.any_normalized = bool(self._normalized_tokens)
         self.all_special = all(t.special for t in self.tokens)  # (none matched by encode_ordinary)
-        self._contents = LiteralFinder(t.content for t in self.tokens)
+        # (the original text's matcher's finder, where every token is found there)
+        self._contents = self._original.finder if not self._normalized_tokens else \
+            LiteralFinder(t.content for t in self.tokens)
         # The normalized-token matcher of each normalizer seen, keyed by identity (the entry
         # keeps the normalizer alive, so the id cannot be reused while it is cached).
         self._normalized: dict[int, tuple[Any, _Matcher]] = {}
@@ -276,7 +278,8 @@ class _Matcher:
         # Two tokens spelled alike ("AB" and "ab" behind Lowercase): the later one wins.
         # (Hugging Face picks one in hash order, which changes from run to run.)
         self._token = {text: token for text, token in spelled if text}
-        self._pattern = LiteralFinder(self._token).pattern
+        self.finder = LiteralFinder(self._token)
+        self._pattern = self.finder.pattern
 
     def split(self, text: str) -> list[tuple[int | None, int, int]]:
         """``(token id or None, start, end)`` covering ``text``; text parts are never empty."""

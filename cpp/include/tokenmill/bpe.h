@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "tokenmill/flat_map.h"
+#include "tokenmill/utf8.h"
 #include "tokenmill/word_cache.h"
 
 namespace tokenmill {
@@ -39,6 +40,33 @@ struct TokenSpan {
   uint32_t start;
   uint32_t end;
 };
+
+// Encodes word in parts, cut before each character (at byte i > a part's start) where cut(i)
+// holds, each part by encode(part, out); the parts' spans (characters of the part) are moved to
+// characters of word.
+template <typename Cut, typename Encode>
+void encode_in_parts(std::string_view word, Cut cut, Encode encode, std::vector<TokenSpan>& out) {
+  std::size_t start = 0;    // the current part's first byte
+  uint32_t start_char = 0;  // and character
+  uint32_t chars = 0;
+  auto flush = [&](std::size_t end) {
+    const std::size_t first = out.size();
+    encode(word.substr(start, end - start), out);
+    for (std::size_t k = first; k < out.size(); ++k) {
+      out[k].start += start_char;
+      out[k].end += start_char;
+    }
+  };
+  for (std::size_t i = 0; i < word.size(); ++chars) {
+    if (i > start && cut(i)) {
+      flush(i);
+      start = i;
+      start_char = chars;
+    }
+    i += utf8_char_len(word, i);
+  }
+  flush(word.size());
+}
 
 struct PairCacheEntry;   // merge_lookup.h: a per-thread cache of merge lookups
 struct PieceCacheSet;    // bpe.cc: a cache of short pieces' tokens, shared by threads
