@@ -1288,6 +1288,9 @@ NB_MODULE(_core, m) {
   m.def("set_backtrack_bytes", &tokenmill::set_backtrack_bytes, "bytes"_a,
         "Pieces of at least `bytes` bytes are cut by backtracking (byte-level models whose "
         "merges allow it); returns the previous threshold.");
+  m.def("set_bucket_symbols", &tokenmill::set_bucket_symbols, "symbols"_a,
+        "Words of at least `symbols` symbols (2 at least) are merged by the bucket walk; "
+        "returns the previous threshold (for tests).");
   m.def("piece_cache_sets", &tokenmill::piece_cache_sets,
         "The piece cache's sets in use: 65,536, or 131,072 once it has grown (for tests).");
   m.def(

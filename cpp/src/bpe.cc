@@ -31,8 +31,8 @@ constexpr uint32_t kNoRank = std::numeric_limits<uint32_t>::max();
 // bytes): 48 beat 256 by a fifth.
 constexpr std::size_t kHeapThreshold = 48;
 // From this many symbols the bucket walk (bpe_long.cc), which costs a pass over every rank,
-// beats the heap.
-constexpr std::size_t kBucketThreshold = 32768;
+// beats the heap; tests lower it.
+std::atomic<std::size_t> bucket_symbols{32768};
 // From this many bytes a piece is cut by backtracking (bpe_backtrack.cc) when the vocabulary
 // allows it. Its first use builds the tables (50 ms for cl100k_base, 130 ms for o200k_base),
 // which only pays where the heap's O(n log n) would cost as much; tests lower it.
@@ -211,6 +211,7 @@ BPEModel::BPEModel(StringMap vocab, const std::vector<Merge>& merges, BPEOptions
     }
   }
   if (options_.byte_symbols) build_char_starts(merges);
+  build_char_table();
   // Byte fallback works character by character, as in Hugging Face: a character falls back
   // to <0xNN> tokens when every one of its bytes has one (a vocabulary may hold only some).
   have_bytes_ = false;
@@ -237,6 +238,27 @@ PairCacheEntry* BPEModel::pair_cache_of_thread() { return pinned(&pair_cache[0])
 
 std::size_t set_backtrack_bytes(std::size_t bytes) { return backtrack_bytes.exchange(bytes); }
 std::size_t backtrack_threshold() { return backtrack_bytes.load(std::memory_order_relaxed); }
+std::size_t set_bucket_symbols(std::size_t symbols) {
+  return bucket_symbols.exchange(std::max<std::size_t>(symbols, 2));
+}
+
+void BPEModel::unknown_char(std::string_view ch, uint32_t ci, std::vector<Symbol>& syms) const {
+  if (have_bytes_ && all_bytes_known(ch)) {
+    // subtle: each byte token spans the whole character it came from, so offsets still
+    // slice whole characters of the input.
+    for (char c : ch) {
+      const int64_t b = byte_ids_[static_cast<unsigned char>(c)];
+      syms.push_back({static_cast<uint32_t>(b), ci, ci + 1});
+    }
+  } else if (options_.unk_id >= 0) {
+    const auto unk = static_cast<uint32_t>(options_.unk_id);
+    if (options_.fuse_unk && !syms.empty() && syms.back().id == unk && syms.back().end == ci) {
+      syms.back().end = ci + 1;
+    } else {
+      syms.push_back({unk, ci, ci + 1});
+    }
+  }
+}
 
 bool BPEModel::all_bytes_known(std::string_view ch) const {
   for (char c : ch) {
@@ -245,9 +267,74 @@ bool BPEModel::all_bytes_known(std::string_view ch) const {
   return true;
 }
 
+namespace {
+inline uint32_t char_key(const char* p, std::size_t len) {
+  uint32_t key = 0;
+  std::memcpy(&key, p, len);  // (len <= 4: one character)
+  return key;
+}
+inline std::size_t char_slot(uint32_t key, std::size_t mask) {
+  return (static_cast<std::size_t>(key) * 0x9E3779B97F4A7C15ULL >> 32) & mask;
+}
+}  // namespace
+
+void BPEModel::build_char_table() {
+  char_table_ = !options_.byte_symbols && options_.continuing_subword_prefix.empty() &&
+                options_.end_of_word_suffix.empty();
+  if (!char_table_) return;
+  std::fill(std::begin(ascii_char_ids_), std::end(ascii_char_ids_), kNoChar);
+  std::vector<std::pair<uint32_t, uint32_t>> chars;  // (key, id) of the other characters
+  vocab_.for_each([&](std::string_view token, uint32_t id) {
+    if (token.empty() || utf8_char_len(token, 0) != token.size()) return;
+    if (token.size() == 1 && static_cast<unsigned char>(token[0]) < 0x80) {
+      ascii_char_ids_[static_cast<unsigned char>(token[0])] = id;
+    } else {
+      chars.emplace_back(char_key(token.data(), token.size()), id);
+    }
+  });
+  std::size_t size = 16;
+  while (size < 2 * chars.size()) size *= 2;
+  char_slots_.assign(size, CharSlot{0, kNoChar});
+  for (const auto& [key, id] : chars) {
+    std::size_t i = char_slot(key, size - 1);
+    while (char_slots_[i].id != kNoChar) i = (i + 1) & (size - 1);
+    char_slots_[i] = {key, id};
+  }
+}
+
+uint32_t BPEModel::char_id(const char* p, std::size_t len) const {
+  const auto first = static_cast<unsigned char>(*p);
+  if (first < 0x80) return ascii_char_ids_[first];
+  const uint32_t key = char_key(p, len);
+  const std::size_t mask = char_slots_.size() - 1;
+  for (std::size_t i = char_slot(key, mask);; i = (i + 1) & mask) {
+    const CharSlot& slot = char_slots_[i];
+    if (slot.id == kNoChar) return kNoChar;
+    if (slot.key == key) return slot.id;
+  }
+}
+
 void BPEModel::initial_symbols(std::string_view word, std::vector<Symbol>& syms) const {
   if (options_.byte_symbols) {
     initial_byte_symbols(word, syms);
+    return;
+  }
+  if (char_table_) {
+    // (a character's token, as looking its string up in the vocabulary gives)
+    uint32_t ci = 0;
+    for (std::size_t i = 0; i < word.size(); ++ci) {
+      const std::size_t len = utf8_char_len(word, i);
+      const uint32_t id = char_id(word.data() + i, len);
+      if (id != kNoChar) {
+        syms.push_back({id, ci, ci + 1});
+      } else {
+        unknown_char(word.substr(i, len), ci, syms);
+      }
+      i += len;
+    }
+    if (options_.end_of_word_marker_id >= 0 && !word.empty()) {
+      syms.push_back({static_cast<uint32_t>(options_.end_of_word_marker_id), ci, ci});
+    }
     return;
   }
   const std::size_t n_chars = utf8_count(word);
@@ -264,20 +351,8 @@ void BPEModel::initial_symbols(std::string_view word, std::vector<Symbol>& syms)
     uint32_t id = 0;
     if (lookup(buf, id)) {
       syms.push_back({id, ci, ci + 1});
-    } else if (have_bytes_ && all_bytes_known(ch)) {
-      // subtle: each byte token spans the whole character it came from, so offsets still
-      // slice whole characters of the input.
-      for (std::size_t k = 0; k < len; ++k) {
-        const int64_t b = byte_ids_[static_cast<unsigned char>(ch[k])];
-        syms.push_back({static_cast<uint32_t>(b), ci, ci + 1});
-      }
-    } else if (options_.unk_id >= 0) {
-      const auto unk = static_cast<uint32_t>(options_.unk_id);
-      if (options_.fuse_unk && !syms.empty() && syms.back().id == unk && syms.back().end == ci) {
-        syms.back().end = ci + 1;
-      } else {
-        syms.push_back({unk, ci, ci + 1});
-      }
+    } else {
+      unknown_char(ch, ci, syms);
     }
     i += len;
   }
@@ -304,7 +379,7 @@ inline std::size_t least_rank(const uint64_t* ranks, std::size_t count, uint64_t
 
 void BPEModel::apply_merges(std::vector<Symbol>& syms) const {
   PairCacheEntry* const cache = pair_cache;
-  if (syms.size() >= kBucketThreshold && merges_build_up_) {
+  if (syms.size() >= bucket_symbols.load(std::memory_order_relaxed)) {
     apply_merges_buckets(syms, cache);
     return;
   }

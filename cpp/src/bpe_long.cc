@@ -2,11 +2,16 @@
 // decoding byte-level ids back to bytes.
 //
 // In a vocabulary whose merges only ever join tokens made by lower-ranked merges (or single
-// symbols), as every trained vocabulary and every tiktoken file does (the constructor checks),
+// symbols), as every trained vocabulary and every tiktoken file does (merges_build_up checks),
 // applying a merge can only create pairs of higher rank. The ranks still to apply therefore
 // only grow: each candidate pair waits in a bucket for its rank, and one walk up the ranks
 // applies them, each bucket leftmost first. That is the order the heap gives, without its
 // O(log n) memory-scattered steps, which on a million symbols made time grow faster than size.
+//
+// A SentencePiece BPE model's merges do not all build up: a piece may be made from any two of
+// its parts ("▁" + "the" ranks with "▁the", above the merge that makes "the"). A merge there can
+// create a pair of its own rank or lower, which the heap would take next; such pairs wait in a
+// small heap of their own, emptied after every merge, so the order stays the heap's.
 
 #include <algorithm>
 #include <cstring>
@@ -70,29 +75,67 @@ void BPEModel::apply_merges_buckets(std::vector<Symbol>& syms, PairCacheEntry* c
   chunks.reserve(n / kChunk + 1);
   uint32_t lowest = kEnd;
   uint32_t highest = 0;
+  // Pairs made during the walk with a rank at or below the one walked (merges that do not
+  // build up): a min-heap by (rank, left), as the heap orders them.
+  struct Overdue {
+    uint32_t rank;
+    Candidate pair;
+  };
+  auto later = [](const Overdue& a, const Overdue& b) {
+    return a.rank != b.rank ? a.rank > b.rank : a.pair.left > b.pair.left;
+  };
+  std::vector<Overdue> overdue;
+  uint32_t walking = kEnd;  // the rank being walked (kEnd: before the walk)
   auto consider = [&](uint32_t left, uint32_t right) {
     if (left == none || right == none) return;
     uint32_t rank = 0;
     uint32_t result = 0;
     if (!find_merge(nodes[left].id, nodes[right].id, rank, result, cache)) return;
+    const Candidate pair{left, right, nodes[left].id, nodes[right].id};
+    if (walking != kEnd && rank <= walking) {
+      overdue.push_back({rank, pair});
+      std::push_heap(overdue.begin(), overdue.end(), later);
+      return;
+    }
     uint32_t& head = bucket[rank];
     if (head == kEnd || chunks[head].count == kChunk) {
       chunks.push_back(Chunk{head, 0, {}});
       head = static_cast<uint32_t>(chunks.size() - 1);
     }
     Chunk& chunk = chunks[head];
-    chunk.items[chunk.count++] = {left, right, nodes[left].id, nodes[right].id};
+    chunk.items[chunk.count++] = pair;
     lowest = std::min(lowest, rank);
     highest = std::max(highest, rank);
   };
   for (std::size_t i = 0; i + 1 < n; ++i) {
     consider(static_cast<uint32_t>(i), static_cast<uint32_t>(i + 1));
   }
+  // Merges the pair if it still stands (a neighbour may have merged first), and considers the
+  // new symbol's pairs.
+  auto apply = [&](const Candidate& c) {
+    Node& left = nodes[c.left];
+    if (left.prev == kDead || left.next != c.right || left.id != c.left_id ||
+        nodes[c.right].id != c.right_id) {
+      return;
+    }
+    uint32_t r = 0;
+    uint32_t result = 0;
+    find_merge(c.left_id, c.right_id, r, result, cache);
+    Node& right = nodes[c.right];
+    left.id = result;
+    left.end = right.end;
+    left.next = right.next;
+    right.prev = kDead;
+    if (left.next != none) nodes[left.next].prev = c.left;
+    consider(left.prev, c.left);
+    consider(c.left, left.next);
+  };
   std::vector<Candidate> due;
   std::vector<uint32_t> chain;
   auto by_left = [](const Candidate& a, const Candidate& b) { return a.left < b.left; };
   for (uint32_t rank = lowest; lowest != kEnd && rank <= highest; ++rank) {
     if (bucket[rank] == kEnd) continue;
+    walking = rank;
     // Oldest chunk first: candidates come out in the order they were made, which is already
     // left to right when one pass made them all (the first pass, or a run of one symbol).
     chain.clear();
@@ -107,22 +150,15 @@ void BPEModel::apply_merges_buckets(std::vector<Symbol>& syms, PairCacheEntry* c
       std::sort(due.begin(), due.end(), by_left);
     }
     for (const Candidate& c : due) {
-      Node& left = nodes[c.left];
-      if (left.prev == kDead || left.next != c.right || left.id != c.left_id ||
-          nodes[c.right].id != c.right_id) {
-        continue;  // a neighbour merged first
+      apply(c);
+      // Pairs it made at this rank or below come before the rest of the bucket: they rank
+      // lower, or stand at or left of c.
+      while (!overdue.empty()) {
+        std::pop_heap(overdue.begin(), overdue.end(), later);
+        const Candidate o = overdue.back().pair;
+        overdue.pop_back();
+        apply(o);
       }
-      uint32_t r = 0;
-      uint32_t result = 0;
-      find_merge(c.left_id, c.right_id, r, result, cache);
-      Node& right = nodes[c.right];
-      left.id = result;
-      left.end = right.end;
-      left.next = right.next;
-      right.prev = kDead;
-      if (left.next != none) nodes[left.next].prev = c.left;
-      consider(left.prev, c.left);  // both rank above `rank`: later buckets
-      consider(c.left, left.next);
     }
   }
   std::size_t out = 0;

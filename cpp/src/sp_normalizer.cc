@@ -142,6 +142,20 @@ void SentencePieceNormalizer::normalize(std::string_view text, std::string& out,
   }
   bool previous_space = options_.remove_extra_whitespaces;
   while (at < text.size()) {
+    // Most characters are kept as they are: one that no user-defined piece starts with, no
+    // key of the map starts at, and that is not a space, is copied with its span alone.
+    const auto first = static_cast<unsigned char>(text[at]);
+    std::size_t mapped = 0;
+    if (first != ' ' && !user_defined_first_[first] && longest_key(text.substr(at), mapped) < 0) {
+      const std::size_t len = utf8_char_len(text, at);
+      out.append(text.data() + at, len);
+      starts.push_back(char_at);
+      ends.push_back(char_at + 1);
+      at += len;
+      ++char_at;
+      previous_space = false;
+      continue;
+    }
     std::string_view piece = normalize_prefix(text, at, consumed);
     const uint32_t from = char_at;
     const uint32_t to = char_at + static_cast<uint32_t>(utf8_count(text.substr(at, consumed)));

@@ -1,7 +1,8 @@
 """Byte-level encoding may start a multi-byte character as its own token when its neighbours
 cannot interfere (cpp/src/bpe_chars.cc). The tests hold that shortcut to plain byte merging on
 models trained to make cross-character merges common: tokens that join a character's bytes to
-its neighbours' and to spaces, in every order."""
+its neighbours' and to spaces, in every order. Long pieces, merged by the bucket walk or cut by
+backtracking, are held to the heap and to the textbook's merging too."""
 
 import random
 
@@ -55,31 +56,85 @@ def test_byte_level_core_equals_the_reference(corpus, vocab_size, text):
     assert tok.encode(text).ids == expected
 
 
+def heap_everywhere(check):
+    """Runs check() with every word merged by the scan or the heap, never the bucket walk."""
+    from tokenmill import _core
+
+    previous = _core.set_bucket_symbols(2**62)
+    try:
+        return check()
+    finally:
+        _core.set_bucket_symbols(previous)
+
+
 @settings(max_examples=15, deadline=None)
 @given(corpora, st.integers(270, 330), st.integers(0, 2**32),
        st.sampled_from(["abcé", "a", "aab", "é"]))
 def test_long_pieces_merge_as_the_heap_does(corpus, vocab_size, seed, letters):
-    # From 32,768 symbols a piece takes the bucket walk (cpp/src/bpe_long.cc), which needs
-    # merges that build up; a merge that uses a later-made token sends the same merges back to
-    # the heap. 'q' never occurs in the text, so the two models' merges apply alike.
+    # From 32,768 symbols a piece takes the bucket walk (cpp/src/bpe_long.cc). One model's
+    # merges build up; the other's first merge uses a later-made token, so the walk meets pairs
+    # of a rank it has passed. 'q' never occurs in the text, so the two merge alike.
     model = byte_level(corpus, vocab_size).model
     vocab = dict(model.vocab)
     for token in ("q", "qq", "qqq"):
         vocab.setdefault(token, len(vocab))
     build_up = BPE(vocab, [*model.merges, ("q", "q")])
-    heap_only = BPE(vocab, [("qq", "q"), *model.merges, ("q", "q")])
+    not_build_up = BPE(vocab, [("qq", "q"), *model.merges, ("q", "q")])
     text = "".join(random.Random(seed).choices(letters, k=34001))
     piece = pre_tokenizers.spell_bytes(text.encode("utf-8"))
-    assert build_up.encode_word(piece) == heap_only.encode_word(piece)
+    walked = build_up.encode_word(piece)
+    assert not_build_up.encode_word(piece) == walked
+    assert heap_everywhere(lambda: build_up.encode_word(piece)) == walked
 
 
 def test_a_long_run_of_one_letter_merges_leftmost_first():
     merges = [("a", "a"), ("aa", "a")]
     vocab = {"a": 0, "aa": 1, "aaa": 2, "q": 3, "qq": 4, "qqq": 5}
     build_up = BPE(vocab, [*merges, ("q", "q")])
-    heap_only = BPE(vocab, [("qq", "q"), *merges, ("q", "q")])
+    not_build_up = BPE(vocab, [("qq", "q"), *merges, ("q", "q")])
     word = "a" * 40001  # (a, a) leftmost first: 20,000 times "aa", then "aa" + "a" at the end
-    assert build_up.encode_word(word) == heap_only.encode_word(word) == ["aa"] * 19999 + ["aaa"]
+    expected = ["aa"] * 19999 + ["aaa"]
+    assert build_up.encode_word(word) == not_build_up.encode_word(word) == expected
+    assert heap_everywhere(lambda: build_up.encode_word(word)) == expected
+
+
+def sentencepiece_style(tokens: list[str], order: list[int]) -> list[tuple[str, str]]:
+    """Merges as a SentencePiece BPE model implies them: a token may be made from any two of
+    its parts that are tokens, every such pair ranked where the token ranks (``order``)."""
+    vocab = set(tokens)
+    merges = []
+    for k in order:
+        token = tokens[k]
+        merges += [(token[:i], token[i:]) for i in range(1, len(token))
+                   if token[:i] in vocab and token[i:] in vocab]
+    return merges
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.text("abcd", min_size=2, max_size=5), min_size=1, max_size=30, unique=True),
+       st.randoms(use_true_random=False))
+def test_bucket_walk_merges_as_the_reference_does(made, rnd):
+    # Merges that do not build up ("a" + "bc" ranked above the merge that makes "bc"): a merge
+    # in the walk can make a pair of its own rank or lower, which must come next, as the
+    # textbook's lowest-rank-leftmost rule takes it. Words are runs of tokens, so the pairs
+    # that matter meet.
+    tokens = ["a", "b", "c", "d", *(t for t in made if len(t) > 1)]
+    words = ["".join(rnd.choices(tokens, k=rnd.randint(0, 15))) for _ in range(4)]
+    order = list(range(len(tokens)))
+    rnd.shuffle(order)
+    merges = sentencepiece_style(tokens, order)
+    model = BPE({t: i for i, t in enumerate(tokens)}, merges)
+    from tokenmill import _core
+
+    previous = _core.set_bucket_symbols(2)
+    try:
+        walked = [model.encode_word(w) for w in words]
+    finally:
+        _core.set_bucket_symbols(previous)
+    for word, got in zip(words, walked, strict=True):
+        expected = reference.encode(list(word), merges)
+        assert got == expected, word
+        assert heap_everywhere(lambda w=word: model.encode_word(w)) == expected
 
 
 def backtracking_everywhere(check):
@@ -91,6 +146,22 @@ def backtracking_everywhere(check):
         check()
     finally:
         _core.set_backtrack_bytes(previous)
+
+
+def test_a_pair_made_in_the_walk_below_its_rank_comes_next():
+    # (b, c) ranks below (bc, b): merging the first "bc" makes (bc, b), which the heap takes
+    # at once, before the second (b, c). Deferred to the bucket's end, "bc bc" would come out.
+    from tokenmill import _core
+
+    vocab = {"b": 0, "c": 1, "bc": 2, "bcb": 3}
+    merges = [("bc", "b"), ("b", "c")]
+    previous = _core.set_bucket_symbols(2)
+    try:
+        walked = BPE(vocab, merges).encode_word("bcbc")
+    finally:
+        _core.set_bucket_symbols(previous)
+    assert walked == reference.encode(list("bcbc"), merges) == ["bcb", "c"]
+    assert BPE(vocab, merges).encode_word("bcbc" * 20000) == ["bcb", "c"] * 20000
 
 
 @settings(max_examples=150, deadline=None)

@@ -137,6 +137,10 @@ bool merges_build_up(const std::vector<Merge>& merges);
 // (every model; 32768 unless changed). Returns the previous value.
 std::size_t set_backtrack_bytes(std::size_t bytes);
 std::size_t backtrack_threshold();
+// Words of at least this many symbols are merged by the bucket walk (bpe_long.cc), the
+// shorter ones by a scan or a heap (every model; 32768 unless changed, which tests do).
+// Returns the previous value.
+std::size_t set_bucket_symbols(std::size_t symbols);
 
 // The sets of the piece cache in use (shared by every model of the process): 65,536 of two
 // entries, then twice that once pieces have lost their place in full sets often enough.
@@ -295,6 +299,9 @@ class BPEModel {
   bool long_entry_held(uint64_t place) const;
   unsigned read_long_entry(uint64_t meta, const uint64_t (&ids)[2], uint32_t* out) const;
   void initial_symbols(std::string_view word, std::vector<Symbol>& syms) const;
+  // A character that is no token: its <0xNN> tokens (byte fallback), else the unknown token
+  // (fused with one before it if asked), else nothing.
+  void unknown_char(std::string_view ch, uint32_t ci, std::vector<Symbol>& syms) const;
   void initial_byte_symbols(std::string_view word, std::vector<Symbol>& syms) const;
   void apply_merges(std::vector<Symbol>& syms) const;
   void apply_merges_heap(std::vector<Symbol>& syms, double dropout = 0.0,
@@ -340,7 +347,7 @@ class BPEModel {
   // Chinese rarely merge with their neighbours), and a clear bit answers that without a probe.
   std::vector<uint64_t> pair_filter_;
   std::size_t merge_count_ = 0;
-  bool merges_build_up_ = false;  // long pieces may take apply_merges_buckets
+  bool merges_build_up_ = false;  // long pieces may be cut by backtracking
   void check_token_lengths(const std::vector<Merge>& merges);
   bool tokens_are_lengths_ = false;  // byte-level, each merge's token its parts' bytes
   bool packed_ids_ = false;  // and ids below 2^18: piece-cache entries of 8 tokens
@@ -355,6 +362,20 @@ class BPEModel {
   bool all_bytes_known(std::string_view ch) const;
 
   int64_t byte_ids_[256];  // <0xNN> tokens (byte_fallback); -1 where the vocabulary has none
+  // Character-level models without a subword prefix or word suffix: each character's token,
+  // so initial_symbols neither builds nor hashes a string a character (on Chinese that was a
+  // third of a SentencePiece model's time). ASCII by byte; other characters by their UTF-8
+  // bytes packed into a key, open addressing; kNoChar where the character is no token.
+  static constexpr uint32_t kNoChar = ~uint32_t{0};
+  struct CharSlot {
+    uint32_t key;
+    uint32_t id;  // kNoChar: empty
+  };
+  bool char_table_ = false;
+  uint32_t ascii_char_ids_[128];
+  std::vector<CharSlot> char_slots_;
+  void build_char_table();
+  uint32_t char_id(const char* p, std::size_t len) const;
   bool have_bytes_ = false;
   int64_t symbol_of_byte_[256];  // byte_symbols: each byte's token, -1 if not in the vocab
 
