@@ -1025,10 +1025,11 @@ nb::list encode_offsets_batch(const BPEModel& model, int pattern, nb::handle tex
 
 // ids and character offsets of text through a SentencePiece pipeline (sp_encode.h): the
 // .model's normalizer, or (None) spaces spelled "▁" with `prefix` (a SpacePrefix) put first.
+// With ids_only, the list of ids alone.
 template <class Model>
 nb::object encode_spaced(const Model& model,
                          const tokenmill::SentencePieceNormalizer* normalizer, int prefix,
-                         bool split, nb::handle text) {
+                         bool split, nb::handle text, bool ids_only) {
   if (prefix < 0 || prefix > static_cast<int>(tokenmill::SpacePrefix::kUnlessSpaced)) {
     throw tokenmill::Error("unknown prefix");
   }
@@ -1038,10 +1039,10 @@ nb::object encode_spaced(const Model& model,
   tokenmill::Encoded e;
   {
     nb::gil_scoped_release release;
-    tokenmill::encode_spaced(model, plan, tokenmill::utf8_of(ref), e);
+    tokenmill::encode_spaced(model, plan, tokenmill::utf8_of(ref), e, !ids_only);
     tokenmill::release_utf8_scratch();
   }
-  return offset_lists(e);
+  return ids_only ? id_list(e.ids) : offset_lists(e);
 }
 
 // encode_spaced of each text, on `threads` threads: (ids, starts, ends) tuples.
@@ -1056,7 +1057,7 @@ nb::list encode_spaced_batch(const Model& model,
   {
     nb::gil_scoped_release release;
     results = tokenmill::encode_spaced_texts(model, normalizer, split, batch.refs, prefixes,
-                                             threads);
+                                             threads, !ids_only);
   }
   return offset_tuples(results, ids_only);
 }
@@ -1356,9 +1357,9 @@ NB_MODULE(_core, m) {
   m.def("encode_offsets_batch", &encode_offsets_batch, "model"_a, "pattern"_a, "texts"_a,
         "threads"_a);
   m.def("encode_spaced", &encode_spaced<BPEModel>, "model"_a, "normalizer"_a.none(),
-        "prefix"_a, "split"_a, "text"_a);
+        "prefix"_a, "split"_a, "text"_a, "ids_only"_a = false);
   m.def("encode_spaced", &encode_spaced<tokenmill::UnigramModel>, "model"_a,
-        "normalizer"_a.none(), "prefix"_a, "split"_a, "text"_a);
+        "normalizer"_a.none(), "prefix"_a, "split"_a, "text"_a, "ids_only"_a = false);
   m.def("encode_spaced_batch", &encode_spaced_batch<BPEModel>, "model"_a,
         "normalizer"_a.none(), "prefixes"_a, "split"_a, "texts"_a, "threads"_a,
         "ids_only"_a = false);

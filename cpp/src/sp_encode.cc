@@ -31,17 +31,29 @@ struct Scratch {
 thread_local Scratch scratch;
 
 // Each " " spelled "▁", one character for one, and the prefix the plan asks for.
-void spell_spaces(std::string_view text, SpacePrefix prefix, Scratch& s) {
+void spell_spaces(std::string_view text, SpacePrefix prefix, Scratch& s, bool offsets) {
   s.text.clear();
   s.starts.clear();
   s.ends.clear();
   if (text.empty()) return;
   s.text.reserve(text.size() + 2 * std::count(text.begin(), text.end(), ' ') + kMark.size());
+  const bool spaced = text.front() == ' ' || text.substr(0, kMark.size()) == kMark;
+  const bool prefixed =
+      prefix == SpacePrefix::kAlways || (prefix == SpacePrefix::kUnlessSpaced && !spaced);
+  if (prefixed) s.text.append(kMark.data(), kMark.size());
+  if (!offsets) {
+    for (char c : text) {
+      if (c == ' ') {
+        s.text.append(kMark.data(), kMark.size());
+      } else {
+        s.text.push_back(c);
+      }
+    }
+    return;
+  }
   s.starts.reserve(text.size() + 1);
   s.ends.reserve(text.size() + 1);
-  const bool spaced = text.front() == ' ' || text.substr(0, kMark.size()) == kMark;
-  if (prefix == SpacePrefix::kAlways || (prefix == SpacePrefix::kUnlessSpaced && !spaced)) {
-    s.text.append(kMark.data(), kMark.size());
+  if (prefixed) {
     s.starts.push_back(0);
     s.ends.push_back(1);
   }
@@ -78,20 +90,27 @@ void merge(const Model& model, bool split, Scratch& s) {
 
 template <class Model>
 void encode_spaced(const Model& model, const SpacePlan& plan, std::string_view text,
-                        Encoded& out) {
+                   Encoded& out, bool offsets) {
   Scratch& s = scratch;
   struct Trimmed {  // (a huge text's buffers given back, an exception too)
     Scratch& s;
     ~Trimmed() { s.trim(); }
   } trimmed{s};
   if (plan.normalizer != nullptr) {
-    plan.normalizer->normalize(text, s.text, s.starts, s.ends);
+    plan.normalizer->normalize(text, s.text, s.starts, s.ends, offsets);
   } else {
-    spell_spaces(text, plan.prefix, s);
+    spell_spaces(text, plan.prefix, s, offsets);
   }
   // (the models count a word's bytes and characters in 32 bits)
   if (s.text.size() >= (uint64_t{1} << 32)) throw Error("text is 4 GiB or longer as spelled");
   merge(model, plan.split, s);
+  if (!offsets) {
+    out.ids.resize(s.spans.size());
+    for (std::size_t k = 0; k < s.spans.size(); ++k) out.ids[k] = s.spans[k].id;
+    out.starts.clear();
+    out.ends.clear();
+    return;
+  }
   const std::size_t n = s.starts.size();
   out.ids.resize(s.spans.size());
   out.starts.resize(s.spans.size());
@@ -121,7 +140,7 @@ std::vector<Encoded> encode_spaced_texts(const Model& model,
                                          const SentencePieceNormalizer* normalizer, bool split,
                                          const std::vector<TextRef>& texts,
                                          const std::vector<uint8_t>& prefixes,
-                                         std::size_t threads) {
+                                         std::size_t threads, bool offsets) {
   if (prefixes.size() != texts.size()) throw Error("one prefix a text is needed");
   for (uint8_t p : prefixes) {
     if (p > static_cast<uint8_t>(SpacePrefix::kUnlessSpaced)) throw Error("unknown prefix");
@@ -130,21 +149,25 @@ std::vector<Encoded> encode_spaced_texts(const Model& model,
   for_text_blocks(texts.size(), threads, [&](std::size_t first, std::size_t last) {
     for (std::size_t t = first; t < last; ++t) {
       const SpacePlan plan{normalizer, static_cast<SpacePrefix>(prefixes[t]), split};
-      encode_spaced(model, plan, utf8_of(texts[t]), out[t]);
+      encode_spaced(model, plan, utf8_of(texts[t]), out[t], offsets);
     }
     release_utf8_scratch();
   });
   return out;
 }
 
-template void encode_spaced(const BPEModel&, const SpacePlan&, std::string_view, Encoded&);
-template void encode_spaced(const UnigramModel&, const SpacePlan&, std::string_view, Encoded&);
+template void encode_spaced(const BPEModel&, const SpacePlan&, std::string_view, Encoded&,
+                            bool);
+template void encode_spaced(const UnigramModel&, const SpacePlan&, std::string_view, Encoded&,
+                            bool);
 template std::vector<Encoded> encode_spaced_texts(const BPEModel&, const SentencePieceNormalizer*,
                                                   bool, const std::vector<TextRef>&,
-                                                  const std::vector<uint8_t>&, std::size_t);
+                                                  const std::vector<uint8_t>&, std::size_t,
+                                                  bool);
 template std::vector<Encoded> encode_spaced_texts(const UnigramModel&,
                                                   const SentencePieceNormalizer*, bool,
                                                   const std::vector<TextRef>&,
-                                                  const std::vector<uint8_t>&, std::size_t);
+                                                  const std::vector<uint8_t>&, std::size_t,
+                                                  bool);
 
 }  // namespace tokenmill

@@ -107,15 +107,17 @@ std::string_view SentencePieceNormalizer::normalize_prefix(std::string_view text
 
 void SentencePieceNormalizer::normalize(std::string_view text, std::string& out,
                                         std::vector<uint32_t>& starts,
-                                        std::vector<uint32_t>& ends) const {
+                                        std::vector<uint32_t>& ends, bool offsets) const {
   out.clear();
   starts.clear();
   ends.clear();
   // (room for the text as it is, and a prefix: grown a doubling at a time, a megabyte's
   // vectors were copied twenty times over)
   out.reserve(text.size() + 3);
-  starts.reserve(text.size() + 1);
-  ends.reserve(text.size() + 1);
+  if (offsets) {
+    starts.reserve(text.size() + 1);
+    ends.reserve(text.size() + 1);
+  }
   std::size_t at = 0;
   uint32_t char_at = 0;  // characters of text before `at`
   std::size_t consumed = 0;
@@ -130,6 +132,7 @@ void SentencePieceNormalizer::normalize(std::string_view text, std::string& out,
   const std::string_view space = options_.escape_whitespaces ? kSpaceSymbol : " ";
   auto emit = [&](std::string_view s, uint32_t from, uint32_t to) {
     out.append(s.data(), s.size());
+    if (!offsets) return;
     for (std::size_t n = utf8_count(s); n > 0; --n) {
       starts.push_back(from);
       ends.push_back(to);
@@ -149,8 +152,10 @@ void SentencePieceNormalizer::normalize(std::string_view text, std::string& out,
     if (first != ' ' && !user_defined_first_[first] && longest_key(text.substr(at), mapped) < 0) {
       const std::size_t len = utf8_char_len(text, at);
       out.append(text.data() + at, len);
-      starts.push_back(char_at);
-      ends.push_back(char_at + 1);
+      if (offsets) {
+        starts.push_back(char_at);
+        ends.push_back(char_at + 1);
+      }
       at += len;
       ++char_at;
       previous_space = false;
@@ -185,8 +190,10 @@ void SentencePieceNormalizer::normalize(std::string_view text, std::string& out,
     while (out.size() >= space.size() &&
            out.compare(out.size() - space.size(), space.size(), space) == 0) {
       out.resize(out.size() - space.size());
-      starts.pop_back();
-      ends.pop_back();
+      if (offsets) {
+        starts.pop_back();
+        ends.pop_back();
+      }
     }
   }
 }

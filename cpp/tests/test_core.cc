@@ -478,6 +478,7 @@ void test_spaced_pipelines_on_random_bytes() {
   const char pieces[][4] = {" ", "a", "b", "\xE2", "\x96", "\x81", "\xE2\x96\x81", "\xFF", "z",
                             "\xE8\xAF\x80"};
   bool inside = true;
+  bool same = true;
   for (int round = 0; round < 3000; ++round) {
     std::string text;
     for (std::size_t n = rng() % 24; n > 0; --n) text += pieces[rng() % 10];
@@ -488,17 +489,22 @@ void test_spaced_pipelines_on_random_bytes() {
       plan.prefix = static_cast<tokenmill::SpacePrefix>(kind % 3);
       plan.split = kind % 2 == 1;
       tokenmill::Encoded out;
+      tokenmill::Encoded alone;  // ids without offsets
       if (kind % 4 < 2) {
         tokenmill::encode_spaced(bpe, plan, text, out);
+        tokenmill::encode_spaced(bpe, plan, text, alone, false);
       } else {
         tokenmill::encode_spaced(unigram, plan, text, out);
+        tokenmill::encode_spaced(unigram, plan, text, alone, false);
       }
       for (std::size_t k = 0; k < out.ids.size(); ++k) {
         inside = inside && out.starts[k] <= out.ends[k] && out.ends[k] <= chars;
       }
+      same = same && alone.ids == out.ids && alone.starts.empty() && alone.ends.empty();
     }
   }
   check(inside, "spaced pipelines' spans lie inside the text");
+  check(same, "spaced pipelines give the same ids without offsets");
 }
 
 int main() {

@@ -421,7 +421,7 @@ class Tokenizer:
                 word += 1
                 continue
             ids = _core.encode_spaced(plan.model, plan.normalizer, plan.prefix(a), False,
-                                      text[a:b])[0]
+                                      text[a:b], True)
             if ids:
                 words += [word] * len(ids)
                 word += 1
@@ -519,8 +519,8 @@ class Tokenizer:
             return self._encode(text, None, False, None, None, disallowed_special=()).ids
         try:
             if plan is not None:  # (the text whole: special tokens are plain text here)
-                return cast(list, _core.encode_spaced(plan.model, plan.normalizer, plan.first,
-                                                      plan.split, text)[0])
+                return _core.encode_spaced(plan.model, plan.normalizer, plan.first,
+                                           plan.split, text, True)
             core, scanner = cast(tuple, native)
             return _core.encode_ids(core, scanner, text)
         except (TypeError, UnicodeError):

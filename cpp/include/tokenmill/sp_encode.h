@@ -31,11 +31,12 @@ struct SpacePlan {
   bool split = false;  // the text cut before every "▁" (Metaspace's split), pieces merged alone
 };
 
-// text's tokens, with the characters [start, end) of text each covers. Thread-safe. Model:
-// BPEModel or UnigramModel (instantiated in sp_encode.cc).
+// text's tokens, with the characters [start, end) of text each covers (without `offsets`,
+// out.starts and out.ends are left empty). Thread-safe. Model: BPEModel or UnigramModel
+// (instantiated in sp_encode.cc).
 template <class Model>
 void encode_spaced(const Model& model, const SpacePlan& plan, std::string_view text,
-                   Encoded& out);
+                   Encoded& out, bool offsets = true);
 
 // The same for each text, on up to `threads` threads; prefixes[t] is text t's SpacePrefix.
 template <class Model>
@@ -43,6 +44,6 @@ std::vector<Encoded> encode_spaced_texts(const Model& model,
                                          const SentencePieceNormalizer* normalizer, bool split,
                                          const std::vector<TextRef>& texts,
                                          const std::vector<uint8_t>& prefixes,
-                                         std::size_t threads);
+                                         std::size_t threads, bool offsets = true);
 
 }  // namespace tokenmill

@@ -27,9 +27,9 @@ class SentencePieceNormalizer {
                           SentencePieceNormalizerOptions options);
 
   // The normalized text; for each of its characters, the characters [start, end) of `text` it
-  // came from.
+  // came from (without `offsets`, starts and ends are left empty).
   void normalize(std::string_view text, std::string& out, std::vector<uint32_t>& starts,
-                 std::vector<uint32_t>& ends) const;
+                 std::vector<uint32_t>& ends, bool offsets = true) const;
 
  private:
   // The replacement of the longest match at text[at...] and the bytes it consumes.
