@@ -19,7 +19,8 @@ struct Scratch {
   std::vector<uint32_t> ends;    // it came from: [starts[i], ends[i])
   std::vector<TokenSpan> spans;  // the model's tokens, in characters of `text`
   void trim() {
-    if (starts.capacity() > kScratchKept) {
+    // (a text's buffers are kept by its length: without offsets, starts stays empty)
+    if (starts.capacity() > kScratchKept || text.capacity() > kScratchKept) {
       std::string().swap(text);
       std::vector<uint32_t>().swap(starts);
       std::vector<uint32_t>().swap(ends);
