@@ -20,8 +20,24 @@ STRATEGIES: tuple[Strategy, ...] = ("LongestFirst", "OnlyFirst", "OnlySecond")
 # encoding has, as it was when it encoded the text (a str is all an encoding keeps for its
 # words until asked: a batch of encodings that each held a function and its arguments gave the
 # cyclic collector more objects to walk); or, from Encoding.laid_out, a tuple of its parts'
-# words, each a number of tokens of no word or one of these (a part is not kept for them).
-Words = list[int | None] | str | tuple | Callable[[], list[int | None]] | None
+# words, each a number of tokens of no word or one of these (a part is not kept for them);
+# or ONE_WORD: every token is of word 0.
+
+
+class _OneWord:
+    """The words of an encoding whose tokens all come from one word, word 0: a text of one
+    stretch through a SentencePiece pipeline that does not split it. Asked for, a list of
+    zeros as long as the encoding; until then nothing (where a list, or a function to make
+    one, cost every encoding an object)."""
+
+    __slots__ = ()
+
+    def __repr__(self) -> str:
+        return "ONE_WORD"
+
+
+ONE_WORD = _OneWord()
+Words = list[int | None] | str | tuple | Callable[[], list[int | None]] | _OneWord | None
 # Which tokens belong to which input: {sequence id: (first token, end)}, as tokenizers keeps
 # them. None: no input is marked (every token counts as input 0); _WHOLE: input 0 is every
 # token, however many there are when asked.
@@ -139,6 +155,8 @@ class Encoding:
             return words
         if words is None:
             words = [None] * len(self.ids)
+        elif words is ONE_WORD:
+            words = [0] * len(self.ids)
         elif isinstance(words, (str, tuple)):
             words = _made_words(words, _tokenizer_of(self._id_to_token, words), self._made_at,
                                 len(self.ids))
@@ -168,7 +186,9 @@ class Encoding:
         windows, its copies): its list, or a _Words that will make them once for all of
         them, which does not keep this encoding."""
         words = self._words
-        if isinstance(words, (str, tuple)):
+        if words is ONE_WORD:  # (a list: a window or copy may be shorter)
+            words = self.word_ids
+        elif isinstance(words, (str, tuple)):
             words = self._words = _Words(words, _tokenizer_of(self._id_to_token, words),
                                          self._made_at, len(self.ids))
         return words
@@ -205,9 +225,13 @@ class Encoding:
     def sequence_ids(self) -> list[int | None]:
         """Each token's input (0 or 1 for a pair), None for a token the post-processor added
         (and for padding where there is one)."""
-        out: list[int | None] = [None] * len(self.ids)
-        for sequence in range(self.n_sequences):
-            a, b = self._range(sequence)
+        n = len(self.ids)
+        ranges = self._ranges
+        if ranges is None or ranges is _WHOLE:  # (every token input 0: most encodings)
+            return [0] * n
+        out: list[int | None] = [None] * n
+        for sequence in range(len(ranges) or 1):
+            a, b = cast("dict[int, tuple[int, int]]", ranges).get(sequence, (0, n))
             out[a:b] = [sequence] * (b - a)
         return out
 
@@ -443,6 +467,8 @@ class Encoding:
             if w is None:
                 words.append(n)
             else:
+                if w is ONE_WORD:
+                    w = [0] * n
                 if type(w) is tuple:
                     words += w
                 else:
@@ -516,7 +542,9 @@ class Encoding:
                        None if e._attention_mask is None else list(e._attention_mask),
                        None if e._special_tokens_mask is None else list(e._special_tokens_mask),
                        id_to_token=to_token, sequence_ranges=ranges)
-        if e._words is not None:
+        if e._words is ONE_WORD:  # (as many tokens)
+            out._words = ONE_WORD
+        elif e._words is not None:
             out._words = e._words if type(e._words) is tuple else (e._words,)
             out._made_at = e._made_at
         return out
@@ -649,7 +677,7 @@ class Padding:
 def _word_sources(part: Encoding) -> list[int | Words]:
     """``part``'s words as Encoding.laid_out keeps them where its parts' tokenizers differ:
     each text's bound to its tokenizer."""
-    words = part._words
+    words = part.word_ids if part._words is ONE_WORD else part._words
     sources = words if type(words) is tuple else (words if words is not None else len(part.ids),)
     tokenizer = None
     out: list[int | Words] = []

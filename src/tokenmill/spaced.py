@@ -20,7 +20,7 @@ from __future__ import annotations
 from typing import Any, NamedTuple
 
 from tokenmill import _core
-from tokenmill.encoding import Encoding
+from tokenmill.encoding import ONE_WORD, Encoding
 from tokenmill.models.bpe import BPE, SPACE_MARK
 from tokenmill.models.unigram import Unigram
 from tokenmill.normalizers import Prepend, Replace
@@ -95,7 +95,16 @@ def _llama_prefix(normalizer: Any) -> int | None:
 def encode_natively(plan: SpacedPlan, text: str, cut: list[tuple[int | None, int, int]],
                     id_to_token: Any) -> Encoding:
     """The Encoding of ``text``, cut into ``(added token id or None, start, end)``: each
-    stretch of text through the core."""
-    return Encoding.spliced(cut, [
+    stretch of text through the core. A text of one stretch, not split, is one word."""
+    encoding = Encoding.spliced(cut, [
         _core.encode_spaced(plan.model, plan.normalizer, plan.prefix(a), plan.split, text[a:b])
         for token, a, b in cut if token is None], id_to_token)
+    if one_word(plan, cut):
+        encoding._words = ONE_WORD
+    return encoding
+
+
+def one_word(plan: SpacedPlan, cut: list[tuple[int | None, int, int]] | None) -> bool:
+    """Whether a text cut so (None: one stretch) is one word under ``plan``: one stretch of
+    text and no added token, not split (Tokenizer._spaced_word_ids' words)."""
+    return not plan.split and (cut is None or (len(cut) == 1 and cut[0][0] is None))

@@ -22,7 +22,7 @@ from tokenmill._io import atomic_write_text, check_text, check_texts, text_batch
 from tokenmill.added_tokens import AddedToken, AddedVocabulary, LiteralFinder
 from tokenmill.decoders import ByteLevel as ByteLevelDecoder
 from tokenmill.decoders import decode_raw, skips_end_byte_runs
-from tokenmill.encoding import _WHOLE, Encoding, Padding, Truncation
+from tokenmill.encoding import _WHOLE, ONE_WORD, Encoding, Padding, Truncation
 from tokenmill.errors import InputError
 from tokenmill.models.bpe import BPE
 from tokenmill.models.unigram import Unigram
@@ -272,10 +272,11 @@ class Tokenizer:
         out = self._encode_text_natively(text, vocab, dropout)
         if out is None:
             out = self._encode_in_python(text, vocab, dropout)
-        # (its words made when asked for; see Encoding.word_ids)
+        # (its words made when asked for; see Encoding.word_ids; the core's path may know them)
         out._made_at = self._generation
-        out._words = text if vocab is self._added and dropout is None else \
-            partial(self._word_ids_of, text, vocab, dropout, out._made_at)
+        if out._words is None:
+            out._words = text if vocab is self._added and dropout is None else \
+                partial(self._word_ids_of, text, vocab, dropout, out._made_at)
         return out
 
     def _encode_text_natively(self, text: str, vocab: AddedVocabulary,
@@ -686,8 +687,11 @@ class Tokenizer:
                 out = Encoding.whole(next(parts), to_token)
             else:
                 out = Encoding.spliced(cut, list(islice(parts, stretches)), to_token)
-            out._words = text if added is self._added else \
-                partial(self._word_ids_of, text, added, None, generation)
+            if spaced_plan is not None and spaced.one_word(spaced_plan, cut):
+                out._words = ONE_WORD
+            else:
+                out._words = text if added is self._added else \
+                    partial(self._word_ids_of, text, added, None, generation)
             out._made_at = generation
             return out
 

@@ -6,6 +6,7 @@ scheme with and without split, and Llama's Prepend + Replace; BPE (Mistral's) an
 from __future__ import annotations
 
 import copy
+import pickle
 from pathlib import Path
 from typing import Any
 
@@ -15,6 +16,7 @@ from hypothesis import strategies as st
 
 import tokenmill
 from tokenmill import BPE, Tokenizer, spaced
+from tokenmill.encoding import ONE_WORD, Encoding, Padding, Truncation
 from tokenmill.normalizers import Prepend, Replace
 from tokenmill.normalizers import Sequence as NormalizerSequence
 from tokenmill.pre_tokenizers import Metaspace
@@ -57,7 +59,9 @@ def check(tok: Tokenizer, batch: list[str]) -> None:
         together = tok.encode_batch(batch, add_special_tokens=False, **rules)
         assert [(e.ids, e.offsets) for e in together] == [(e.ids, e.offsets) for e in singles]
         if not plain:  # (word ids, made by the core where the plan does not split)
-            assert [e.word_ids for e in singles] == [python_words(tok, t) for t in batch]
+            words = [python_words(tok, t) for t in batch]
+            assert [e.word_ids for e in singles] == words
+            assert [e.word_ids for e in together] == words
     # ids alone, special tokens' text plain (the batch through the core on two threads)
     plain_ids = [python_path(tok, text, plain=True)[0] for text in batch]
     assert tok.encode_ordinary_batch(batch, num_threads=2) == plain_ids
@@ -172,3 +176,31 @@ def test_byte_level_tokenizers_build_no_character_core(shared_data: Path) -> Non
     tok.count_tokens(["warm up"])
     assert spaced.native_plan(tok) is None
     assert "_char_core" not in tok.model.__dict__
+
+
+def test_a_text_of_one_stretch_is_one_word_through_every_layout(shared_data: Path) -> None:
+    # Mistral's tokenizer.json ("<s> $A"): a text without added tokens is one word, kept as
+    # ONE_WORD until asked for, through the template, windows, padding, copies and pickling.
+    tok = tokenmill.load(shared_data / MISTRAL / "tokenizer.json")
+    text = "Once upon a time, in a land far away"
+    words = python_words(tok, text)
+    assert set(words) == {0}
+    bare = tok.encode(text, add_special_tokens=False)
+    assert bare._words is ONE_WORD and bare.word_ids == words
+    batch = tok.encode_batch([text, "a"], add_special_tokens=False)
+    assert batch[0]._words is ONE_WORD and [e.word_ids for e in batch] == [words, [0]]
+    assert tok.encode(text).word_ids == [None, *words]
+    assert tok.encode_batch([text])[0].word_ids == [None, *words]
+    cut = tok.encode(text, truncation=Truncation(max_length=5, stride=1))
+    assert cut.word_ids == [None, 0, 0, 0, 0]
+    assert cut.overflowing  # (each window laid out with "<s>" again, as tokenizers does)
+    assert all(w.word_ids == [None] + [0] * (len(w.ids) - 1) for w in cut.overflowing)
+    padded = tok.encode_batch([text, "a"], padding=Padding(pad_id=0, pad_token="<unk>"))
+    assert padded[1].word_ids == [None, 0] + [None] * (len(padded[1].ids) - 2)
+    assert bare.replace(type_ids=[1] * len(bare.ids)).word_ids == words
+    assert Encoding.concat([bare, bare]).word_ids == words + words
+    assert pickle.loads(pickle.dumps(bare)).word_ids == words
+    assert bare.word_to_tokens(0) == (0, len(bare.ids)) and bare.token_to_word(2) == 0
+    # With an added token in the text, each stretch and the token are words of their own.
+    assert tok.encode("a <s> b", allowed_special="all",
+                      add_special_tokens=False).word_ids == python_words(tok, "a <s> b")
