@@ -6,7 +6,7 @@ from dataclasses import KW_ONLY, dataclass
 from typing import Any
 
 from tokenmill._registry import field, register
-from tokenmill.encoding import Encoding, Layout
+from tokenmill.encoding import _WHOLE, ONE_WORD, Encoding, Layout
 from tokenmill.errors import FormatError, InputError
 from tokenmill.normalizers import WHITE_SPACE
 from tokenmill.pre_tokenizers import ByteLevelFields
@@ -102,6 +102,10 @@ class TemplateProcessing:
         """The template's layout of ``a`` (and ``b``). ``overflow`` says which input is an
         overflowing window rather than the first: as in tokenizers, such a window keeps the
         type id it was encoded with (0 for $A, 1 for $B) instead of the template's."""
+        if b is None and add_special_tokens and type(self).process is TemplateProcessing.process:
+            around = self._around_single(a)
+            if around is not None:
+                return around
         layout: list[Layout] = []
         for kind, name, tid in self.pair if b is not None else self.single:
             # Without special tokens the inputs still take the template's type ids, as in
@@ -116,6 +120,66 @@ class TemplateProcessing:
             elif add_special_tokens:
                 layout.append((self.special_tokens[name], name, tid))
         return Encoding.laid_out(layout, self.keeps_marks or not add_special_tokens)
+
+    def _around_single(self, a: Encoding) -> Encoding | None:
+        """process of ``a`` alone with special tokens, where the single template is special
+        tokens of type id 0 around one $A of type id 0 and ``a`` has no type ids, masks or
+        tokens of its own: the layout made at once (Encoding.laid_out's walk over the parts
+        was most of what a line through Mistral's tokenizer.json cost over the core). None
+        where it does not apply."""
+        if a._type_ids is not None or a._attention_mask is not None or \
+                a._special_tokens_mask is not None or a._tokens is not None or \
+                a._id_to_token is None or a._ranges not in (None, _WHOLE):
+            return None
+        to_token = a._id_to_token
+        shape = self._single_shape()
+        if shape is None:
+            return None
+        before, after, names = shape
+        for i, name in names:  # (its tokens then stay unmade: the id -> token function names them)
+            if (to_token(i) or "") != name:
+                return None
+        k, m, n = len(before), len(after), len(a.ids)
+        starts, ends = a._starts_ends()
+        out = Encoding(before + a.ids + after, None,
+                       ([0] * k + starts + [0] * m, [0] * k + ends + [0] * m),
+                       None, None, [1] * k + [0] * n + [1] * m, id_to_token=to_token,
+                       sequence_ranges={0: (k, k + n)})
+        words = a._words
+        if words is not None:
+            if words is ONE_WORD:
+                words = [0] * n
+            out._words = (k, *words, m) if type(words) is tuple else (k, words, m)
+            out._made_at = a._made_at
+        return out
+
+    def _single_shape(self) -> tuple[list[int], list[int], list[tuple[int, str]]] | None:
+        """The single template as (ids before $A, ids after it, each special id and its
+        name), where it is special tokens of type id 0 around one $A of type id 0; else None.
+        Kept while the template and its special tokens are the same objects."""
+        kept = self._shape_kept
+        if kept is not None and kept[0] is self.single and kept[1] is self.special_tokens:
+            return kept[2]
+        before: list[int] = []
+        after: list[int] = []
+        names: list[tuple[int, str]] = []
+        seen = False
+        shape: tuple[list[int], list[int], list[tuple[int, str]]] | None = None
+        for kind, name, tid in self.single:
+            if tid != 0 or (kind == "sequence" and (seen or name != "A")):
+                break
+            if kind == "sequence":
+                seen = True
+                continue
+            ids = self.special_tokens[name]
+            (after if seen else before).extend(ids)
+            names += [(i, name) for i in ids]
+        else:
+            shape = (before, after, names) if seen else None
+        self._shape_kept = (self.single, self.special_tokens, shape)
+        return shape
+
+    _shape_kept: tuple[Any, Any, Any] | None = None
 
     def to_dict(self) -> dict[str, Any]:
         def items(template: list[Item]) -> list[dict[str, Any]]:

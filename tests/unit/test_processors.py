@@ -115,6 +115,39 @@ def test_template_same_as_tokenizers_with_and_without_special_tokens() -> None:
             (expected.ids, expected.offsets, expected.type_ids, expected.special_tokens_mask)
 
 
+def every_field(e: Encoding) -> tuple[Any, ...]:
+    return (e.ids, e.tokens, e.offsets, e.type_ids, e.attention_mask, e.special_tokens_mask,
+            e.word_ids, e.sequence_ids, e.n_sequences, [every_field(o) for o in e.overflowing])
+
+
+TEMPLATES = ["<s> $A", "$A </s>", "<s> $A </s>", "<s> <t> $A </s> <t>", "$A", "<m> $A",
+             "<s> $A:1", "<s>:1 $A", "<s> $A </s>:2"]
+
+
+@pytest.mark.parametrize("single", TEMPLATES)
+def test_a_single_input_laid_out_at_once_as_the_walk_lays_it_out(single: str) -> None:
+    # TemplateProcessing lays out one input between special tokens of type id 0 at once; the
+    # walk over the layout's parts (Encoding.laid_out) must give every field alike: lazy
+    # tokens (and a special token the vocabulary spells otherwise, "<m>"), words of each
+    # kind, the input marked or not.
+    from tokenmill.encoding import _WHOLE, ONE_WORD
+
+    tok = byte_level_tokenizer(False, None)
+    tok.add_special_tokens(["<s>", "</s>", "<t>"])
+    ids = {name: tok.token_to_id(name) for name in ("<s>", "</s>", "<t>")}
+    ids["<m>"] = tok.token_to_id("a")  # (named "<m>" by the template, "a" by the vocabulary)
+    template = TemplateProcessing(single=single, special_tokens=list(ids.items()))
+    walk = TemplateProcessing(single=single, special_tokens=list(ids.items()))
+    walk._single_shape = lambda: None  # type: ignore[method-assign]
+    text = "a bc"  # (four tokens: a, Ġ, b, c)
+    for words in (None, ONE_WORD, tok.encode(text).word_ids, text, ("a", 3)):
+        for ranges in (None, _WHOLE):
+            e = tok.encode(text, add_special_tokens=False)
+            e._words, e._ranges = words, ranges
+            fast, slow = template.process(e), walk.process(e)
+            assert every_field(fast) == every_field(slow), (words, ranges)
+
+
 # ---- the file schema -------------------------------------------------------------------------
 
 SCHEMA = [
