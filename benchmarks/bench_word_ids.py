@@ -7,7 +7,8 @@ a token-classification or question-answering pipeline reads), tokenmill vs Huggi
 tokenizers makes word ids while it encodes; tokenmill makes them when first asked for (so
 ``encode_batch`` alone, the first rows, pays nothing for them). The files are GPT-2's (byte-level
 BPE, whose core gives the pieces), all-MiniLM-L6-v2's (BERT's pipeline in the core) and Mistral
-7B v0.3's (Metaspace and byte fallback, the Python pipeline); the texts about ``--kb`` of English
+7B v0.3's (Metaspace and byte fallback, SentencePiece's pipeline in the core, where a line
+without added tokens is one word); the texts about ``--kb`` of English
 (tinyshakespeare) and Chinese (hongloumeng), a line a document. Every encoding's ids, word ids and
 sequence ids are compared before timing. The engines alternate (ABBA over the repeats); the
 figures are medians, in milliseconds.

@@ -227,7 +227,7 @@ class Encoding:
         (and for padding where there is one)."""
         n = len(self.ids)
         ranges = self._ranges
-        if ranges is None or ranges is _WHOLE:  # (every token input 0: most encodings)
+        if ranges is None or isinstance(ranges, str):  # (_WHOLE, or an unpickled copy of it)
             return [0] * n
         out: list[int | None] = [None] * n
         for sequence in range(len(ranges) or 1):

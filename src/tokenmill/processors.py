@@ -156,30 +156,22 @@ class TemplateProcessing:
     def _single_shape(self) -> tuple[list[int], list[int], list[tuple[int, str]]] | None:
         """The single template as (ids before $A, ids after it, each special id and its
         name), where it is special tokens of type id 0 around one $A of type id 0; else None.
-        Kept while the template and its special tokens are the same objects."""
-        kept = self._shape_kept
-        if kept is not None and kept[0] is self.single and kept[1] is self.special_tokens:
-            return kept[2]
+        (Read afresh each call: the template and its special tokens may be changed in
+        place, and a kept copy went stale.)"""
         before: list[int] = []
         after: list[int] = []
         names: list[tuple[int, str]] = []
         seen = False
-        shape: tuple[list[int], list[int], list[tuple[int, str]]] | None = None
         for kind, name, tid in self.single:
             if tid != 0 or (kind == "sequence" and (seen or name != "A")):
-                break
+                return None
             if kind == "sequence":
                 seen = True
                 continue
             ids = self.special_tokens[name]
             (after if seen else before).extend(ids)
             names += [(i, name) for i in ids]
-        else:
-            shape = (before, after, names) if seen else None
-        self._shape_kept = (self.single, self.special_tokens, shape)
-        return shape
-
-    _shape_kept: tuple[Any, Any, Any] | None = None
+        return (before, after, names) if seen else None
 
     def to_dict(self) -> dict[str, Any]:
         def items(template: list[Item]) -> list[dict[str, Any]]:

@@ -200,6 +200,9 @@ def test_a_text_of_one_stretch_is_one_word_through_every_layout(shared_data: Pat
     assert bare.replace(type_ids=[1] * len(bare.ids)).word_ids == words
     assert Encoding.concat([bare, bare]).word_ids == words + words
     assert pickle.loads(pickle.dumps(bare)).word_ids == words
+    # (an unpickled encoding's input mark is an equal string, not the same object)
+    assert pickle.loads(pickle.dumps(bare)).sequence_ids == [0] * len(bare.ids)
+    assert pickle.loads(pickle.dumps(tok.encode(text))).sequence_ids == [None, *[0] * len(words)]
     assert bare.word_to_tokens(0) == (0, len(bare.ids)) and bare.token_to_word(2) == 0
     # With an added token in the text, each stretch and the token are words of their own.
     assert tok.encode("a <s> b", allowed_special="all",

@@ -148,6 +148,23 @@ def test_a_single_input_laid_out_at_once_as_the_walk_lays_it_out(single: str) ->
             assert every_field(fast) == every_field(slow), (words, ranges)
 
 
+def test_a_template_changed_in_place_lays_out_as_changed() -> None:
+    # (the short layout reads the template each call: a copy kept by identity went stale)
+    tok = byte_level_tokenizer(False, None)
+    tok.add_special_tokens(["<s>", "</s>"])
+    s, e = tok.token_to_id("<s>"), tok.token_to_id("</s>")
+    template = TemplateProcessing(single="<s> $A", special_tokens=[("<s>", s)])
+    tok.post_processor = template
+    plain = tok.encode("a", add_special_tokens=False).ids
+    assert tok.encode("a").ids == [s, *plain]
+    template.single.append(("special", "</s>", 0))
+    template.special_tokens["</s>"] = [e]
+    assert tok.encode("a").ids == [s, *plain, e]
+    template.special_tokens["<s>"].append(e)
+    assert tok.encode("a").ids == [s, e, *plain, e]
+    assert template.added_tokens(False) == 3
+
+
 # ---- the file schema -------------------------------------------------------------------------
 
 SCHEMA = [
