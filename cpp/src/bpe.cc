@@ -319,46 +319,34 @@ void BPEModel::initial_symbols(std::string_view word, std::vector<Symbol>& syms)
     initial_byte_symbols(word, syms);
     return;
   }
-  if (char_table_) {
-    // (a character's token, as looking its string up in the vocabulary gives)
-    uint32_t ci = 0;
-    for (std::size_t i = 0; i < word.size(); ++ci) {
-      const std::size_t len = utf8_char_len(word, i);
-      const uint32_t id = char_id(word.data() + i, len);
-      if (id != kNoChar) {
-        syms.push_back({id, ci, ci + 1});
-      } else {
-        unknown_char(word.substr(i, len), ci, syms);
-      }
-      i += len;
-    }
-    if (options_.end_of_word_marker_id >= 0 && !word.empty()) {
-      syms.push_back({static_cast<uint32_t>(options_.end_of_word_marker_id), ci, ci});
-    }
-    return;
-  }
-  const std::size_t n_chars = utf8_count(word);
+  // Each character's token: by the character table, or (with a subword prefix or word
+  // suffix) by its string as the model spells it there.
   const bool marker = options_.end_of_word_marker_id >= 0;
+  const std::size_t n_chars = char_table_ ? 0 : utf8_count(word);
   std::string buf;
   uint32_t ci = 0;
   for (std::size_t i = 0; i < word.size(); ++ci) {
     const std::size_t len = utf8_char_len(word, i);
     const std::string_view ch = word.substr(i, len);
-    buf.clear();
-    if (ci > 0) buf += options_.continuing_subword_prefix;
-    buf += ch;
-    if (!marker && ci + 1 == n_chars) buf += options_.end_of_word_suffix;
-    uint32_t id = 0;
-    if (lookup(buf, id)) {
+    uint32_t id = kNoChar;
+    if (char_table_) {
+      id = char_id(ch.data(), len);
+    } else {
+      buf.clear();
+      if (ci > 0) buf += options_.continuing_subword_prefix;
+      buf += ch;
+      if (!marker && ci + 1 == n_chars) buf += options_.end_of_word_suffix;
+      if (!lookup(buf, id)) id = kNoChar;
+    }
+    if (id != kNoChar) {
       syms.push_back({id, ci, ci + 1});
     } else {
       unknown_char(ch, ci, syms);
     }
     i += len;
   }
-  if (marker && !word.empty()) {
-    const auto end = static_cast<uint32_t>(n_chars);
-    syms.push_back({static_cast<uint32_t>(options_.end_of_word_marker_id), end, end});
+  if (marker && !word.empty()) {  // (ci: the word's characters)
+    syms.push_back({static_cast<uint32_t>(options_.end_of_word_marker_id), ci, ci});
   }
 }
 

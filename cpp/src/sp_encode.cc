@@ -42,33 +42,25 @@ void spell_spaces(std::string_view text, SpacePrefix prefix, Scratch& s, bool of
   const bool prefixed =
       prefix == SpacePrefix::kAlways || (prefix == SpacePrefix::kUnlessSpaced && !spaced);
   if (prefixed) s.text.append(kMark.data(), kMark.size());
-  if (!offsets) {
-    for (char c : text) {
-      if (c == ' ') {
-        s.text.append(kMark.data(), kMark.size());
-      } else {
-        s.text.push_back(c);
-      }
+  for (char c : text) {  // (a space is one byte: no character holds one inside it)
+    if (c == ' ') {
+      s.text.append(kMark.data(), kMark.size());
+    } else {
+      s.text.push_back(c);
     }
-    return;
   }
-  s.starts.reserve(text.size() + 1);
-  s.ends.reserve(text.size() + 1);
+  if (!offsets) return;
+  // Each spelled character comes from one character of text (the prefix from the first).
+  const std::size_t chars = utf8_count(text);
+  s.starts.reserve(chars + 1);
+  s.ends.reserve(chars + 1);
   if (prefixed) {
     s.starts.push_back(0);
     s.ends.push_back(1);
   }
-  uint32_t c = 0;
-  for (std::size_t i = 0; i < text.size(); ++c) {
-    const std::size_t len = utf8_char_len(text, i);
-    if (text[i] == ' ') {
-      s.text.append(kMark.data(), kMark.size());
-    } else {
-      s.text.append(text.data() + i, len);
-    }
+  for (uint32_t c = 0; c < chars; ++c) {
     s.starts.push_back(c);
     s.ends.push_back(c + 1);
-    i += len;
   }
 }
 

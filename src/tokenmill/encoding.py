@@ -231,7 +231,7 @@ class Encoding:
             return [0] * n
         out: list[int | None] = [None] * n
         for sequence in range(len(ranges) or 1):
-            a, b = cast("dict[int, tuple[int, int]]", ranges).get(sequence, (0, n))
+            a, b = self._range(sequence)
             out[a:b] = [sequence] * (b - a)
         return out
 
