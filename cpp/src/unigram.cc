@@ -211,20 +211,25 @@ void UnigramModel::char_starts(std::string_view word, std::vector<uint32_t>& cha
 }
 
 template <typename Fn>
-void UnigramModel::walk(std::string_view word, const std::vector<uint32_t>& chars,
-                        Fn&& edge) const {
-  const std::size_t n = chars.size() - 1;
-  for (std::size_t i = 0; i < n; ++i) {
+void UnigramModel::walk(std::string_view word, Fn&& edge) const {
+  // Characters are found as the walk meets them (utf8_char_len's, as char_starts), not read
+  // from an array of their offsets: a long word's array was four bytes a character of memory
+  // new to the process at each call.
+  const std::size_t size = word.size();
+  std::size_t first_len = 0;  // the bytes of the character at p
+  for (std::size_t p = 0, i = 0; p < size; p += first_len, ++i) {
+    first_len = utf8_char_len(word, p);
     bool single = false;
-    const std::size_t last = std::min(max_chars_, n - i) + i;  // (the last end a piece may have)
     std::size_t end = i;  // characters matched so far
+    std::size_t boundary = p + first_len;  // where the character after `end` ends
     uint32_t unit = 0;  // the root
-    for (std::size_t b = chars[i]; b < chars[last]; ++b) {
+    for (std::size_t b = p; b < size && end - i < max_chars_; ++b) {
       const std::size_t t = units_[unit].base ^ static_cast<unsigned char>(word[b]);
       if (t >= units_.size() || units_[t].check != unit) break;
       unit = static_cast<uint32_t>(t);
-      if (b + 1 != chars[end + 1]) continue;  // (inside a character)
+      if (b + 1 != boundary) continue;  // (inside a character)
       ++end;
+      if (boundary < size) boundary += utf8_char_len(word, boundary);
       const uint32_t id = units_[unit].piece;
       if (id != kPrefixOnly) {
         edge(static_cast<uint32_t>(i), static_cast<uint32_t>(end), id, scores_[id]);
@@ -246,17 +251,16 @@ void UnigramModel::lattice(std::string_view word, std::vector<uint32_t>& chars,
                            std::vector<Edge>& edges) const {
   char_starts(word, chars);
   edges.clear();
-  walk(word, chars, [&edges](uint32_t start, uint32_t end, uint32_t id, double score) {
+  walk(word, [&edges](uint32_t start, uint32_t end, uint32_t id, double score) {
     edges.push_back({start, end, id, score});
   });
 }
 
 template <typename Sum>
-void UnigramModel::viterbi(std::string_view word, const std::vector<uint32_t>& chars,
-                           std::vector<Edge>& path) const {
+void UnigramModel::viterbi(std::string_view word, std::vector<TokenSpan>& out) const {
   // best_path over the lattice as walk() gives it, edge by edge in the same order, without
   // keeping the edges (a long text's were most of its memory and time).
-  const std::size_t n = chars.size() - 1;
+  const std::size_t n = utf8_count(word);
   struct Best {  // the best path into a position: its score, and its last edge's start and id
     Sum score;
     uint32_t start;
@@ -264,36 +268,48 @@ void UnigramModel::viterbi(std::string_view word, const std::vector<uint32_t>& c
   };
   thread_local std::vector<Best> best;  // (12 or 16 bytes a character, in one array)
   best.assign(n + 1, Best{Sum{0}, 0, kPrefixOnly});
-  walk(word, chars, [&](uint32_t start, uint32_t end, uint32_t id, double score) {
+  walk(word, [&](uint32_t start, uint32_t end, uint32_t id, double score) {
     if (start != 0 && best[start].id == kPrefixOnly) return;
     const Sum candidate = best[start].score + static_cast<Sum>(score);
     if (best[end].id == kPrefixOnly || candidate > best[end].score) {
       best[end] = {candidate, start, id};
     }
   });
-  path.clear();
+  // The path, counted first and then written from its end straight into out: the memory of a
+  // megabyte-long word is new to the process at each call (its buffers are given back), and
+  // an edge list grown and copied, then copied again into out, was most of it.
+  std::size_t count = 0;
+  for (std::size_t at = n; at > 0; at = best[at].start) ++count;
+  std::size_t k = out.size() + count;
+  out.resize(k);
   for (std::size_t at = n; at > 0;) {
     const Best& b = best[at];
-    path.push_back(Edge{b.start, static_cast<uint32_t>(at), b.id, 0.0});  // (finish: no score)
+    out[--k] = TokenSpan{b.id, b.start, static_cast<uint32_t>(at)};
     at = b.start;
   }
-  std::reverse(path.begin(), path.end());
   if (best.capacity() > kScratchKept) std::vector<Best>().swap(best);
 }
 
-void UnigramModel::finish(std::string_view word, const std::vector<uint32_t>& chars,
-                          const std::vector<Edge>& path, std::vector<TokenSpan>& out) const {
+void UnigramModel::finish(std::string_view word, std::size_t first,
+                          std::vector<TokenSpan>& out) const {
+  if (options_.unk_id < 0) return;
   const auto unk = static_cast<uint32_t>(options_.unk_id);
-  const std::size_t first = out.size();
-  for (const Edge& e : path) {
-    // Consecutive unknowns become one token, as in sentencepiece and Hugging Face.
-    if (options_.unk_id >= 0 && e.id == unk && out.size() > first && out.back().id == unk) {
-      out.back().end = e.end;
-    } else {
-      out.push_back({e.id, e.start, e.end});
+  // Consecutive unknowns become one token, as in sentencepiece and Hugging Face.
+  std::size_t kept = first;
+  bool any_unk = false;
+  for (std::size_t k = first; k < out.size(); ++k) {
+    const bool is_unk = out[k].id == unk;
+    if (is_unk && kept > first && out[kept - 1].id == unk) {
+      out[kept - 1].end = out[k].end;
+      continue;
     }
+    any_unk = any_unk || is_unk;
+    out[kept++] = out[k];
   }
-  if (!options_.byte_fallback || options_.unk_id < 0) return;
+  out.resize(kept);
+  if (!options_.byte_fallback || !any_unk) return;
+  std::vector<uint32_t> chars;
+  char_starts(word, chars);
   std::vector<TokenSpan> tokens(out.begin() + static_cast<std::ptrdiff_t>(first), out.end());
   out.resize(first);
   for (const TokenSpan& t : tokens) {
@@ -313,6 +329,14 @@ void UnigramModel::finish(std::string_view word, const std::vector<uint32_t>& ch
       }
     }
   }
+}
+
+void UnigramModel::finish(std::string_view word, const std::vector<Edge>& path,
+                          std::vector<TokenSpan>& out) const {
+  const std::size_t first = out.size();
+  out.reserve(first + path.size());
+  for (const Edge& e : path) out.push_back({e.id, e.start, e.end});
+  finish(word, first, out);
 }
 
 template <typename Sum>
@@ -345,19 +369,13 @@ bool UnigramModel::best_path(const std::vector<Edge>& edges, std::size_t n, int6
 
 void UnigramModel::encode_word(std::string_view word, std::vector<TokenSpan>& out) const {
   if (word.empty()) return;
-  thread_local std::vector<uint32_t> chars;  // (kept from word to word, as viterbi's)
-  thread_local std::vector<Edge> path;
-  char_starts(word, chars);
+  const std::size_t first = out.size();
   if (options_.float32_sums) {
-    viterbi<float>(word, chars, path);
+    viterbi<float>(word, out);
   } else {
-    viterbi<double>(word, chars, path);
+    viterbi<double>(word, out);
   }
-  finish(word, chars, path, out);
-  if (chars.capacity() > kScratchKept) {  // (one huge text must not hold its memory)
-    std::vector<uint32_t>().swap(chars);
-    std::vector<Edge>().swap(path);
-  }
+  finish(word, first, out);
 }
 
 bool UnigramModel::viterbi_ids(std::string_view word, int64_t exclude,
@@ -418,7 +436,7 @@ std::vector<Segmentation> UnigramModel::nbest(std::string_view word, std::size_t
     std::reverse(path.begin(), path.end());
     Segmentation s;
     s.score = final.score;
-    finish(word, chars, path, s.tokens);
+    finish(word, path, s.tokens);
     result.push_back(std::move(s));
   }
   return result;
@@ -473,7 +491,7 @@ void UnigramModel::sample(std::string_view word, double alpha, int64_t nbest_siz
     j = edges[chosen].start;
   }
   std::reverse(path.begin(), path.end());
-  finish(word, chars, path, out);
+  finish(word, path, out);
 }
 
 double UnigramModel::expected_counts(std::string_view word, double weight,

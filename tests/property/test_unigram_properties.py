@@ -83,3 +83,25 @@ def test_nbest_are_the_n_best(scores, word, n):
     for (tokens, total), expected in zip(got, want):
         assert "".join(tokens) == word
         assert math.isclose(total, expected, abs_tol=1e-4)
+
+
+# Characters of one to four bytes: the walk finds where each ends from the bytes themselves.
+WIDE = "aé中😀"
+WIDE_SUBSTRINGS = sorted({a + b + c[:n] for a in WIDE for b in WIDE for c in WIDE for n in (0, 1)})
+
+
+@given(st.lists(st.sampled_from(WIDE_SUBSTRINGS), unique=True, max_size=12),
+       st.text(alphabet=WIDE, min_size=1, max_size=7), st.data())
+def test_viterbi_over_characters_of_every_width(longer, word, data):
+    score = st.floats(min_value=-8.0, max_value=-0.125, allow_nan=False, width=32)
+    scores = {piece: data.draw(score) for piece in [*WIDE, *longer]}
+    model = model_of(scores)
+    tokens = model.encode_word(word)
+    assert "".join(tokens) == word
+    best = max(ref.score(s, scores) for s in ref.segmentations(word, scores))
+    assert math.isclose(ref.score(tokens, scores), best, abs_tol=1e-4)
+    # spans in characters, one after the other
+    flat = model.encode_pieces([word])
+    spans = [(flat[k + 2], flat[k + 3]) for k in range(0, len(flat), 4)]
+    ends = [sum(map(len, tokens[:k + 1])) for k in range(len(tokens))]
+    assert spans == list(zip([0, *ends[:-1]], ends))

@@ -118,3 +118,20 @@ def test_scores_are_log_probabilities_after_training():
     m = UnigramTrainer(vocab_size=12).train_from_counts({"▁ab": 3, "▁abc": 2}).model
     assert all(s <= 0 for _, s in m.pieces)
     assert math.isfinite(sum(s for _, s in m.pieces))
+
+
+def test_byte_fallback_spells_a_run_of_unknown_characters_of_every_width():
+    vocab = [("<unk>", 0.0), ("a", -1.0)] + [(f"<0x{b:02X}>", 0.0) for b in range(256)]
+    m = Unigram(vocab, unk_id=0, byte_fallback=True, kinds=[2, 1] + [6] * 256)
+    assert m.encode_word("a中é😀a") == ["a", "<0xE4>", "<0xB8>", "<0xAD>", "<0xC3>", "<0xA9>",
+                                       "<0xF0>", "<0x9F>", "<0x98>", "<0x80>", "a"]
+    # each byte token spans the character it comes from (characters 1, 2, 3)
+    flat = m.encode_pieces(["a中é😀a"])
+    assert [(flat[k + 2], flat[k + 3]) for k in range(0, len(flat), 4)] == [
+        (0, 1), (1, 2), (1, 2), (1, 2), (2, 3), (2, 3), (3, 4), (3, 4), (3, 4), (3, 4), (4, 5)]
+
+
+def test_unknowns_of_every_width_merge_into_one_unk():
+    assert model().encode_word("a中é😀b") == ["a", "<unk>", "b"]
+    flat = model().encode_pieces(["a中é😀b"])
+    assert flat[4:8] == [0, 0, 1, 4]  # the unk spans the three unknown characters

@@ -84,11 +84,11 @@ class UnigramModel {
   static void char_starts(std::string_view word, std::vector<uint32_t>& chars);
   // edge(start, end, id, score) for each edge of the lattice, in lattice() order.
   template <typename Fn>
-  void walk(std::string_view word, const std::vector<uint32_t>& chars, Fn&& edge) const;
-  // The Viterbi path, as best_path over lattice() with no piece excluded.
+  void walk(std::string_view word, Fn&& edge) const;
+  // The Viterbi path, as best_path over lattice() with no piece excluded, appended to out
+  // (spans in characters; unknowns not yet merged: finish).
   template <typename Sum>
-  void viterbi(std::string_view word, const std::vector<uint32_t>& chars,
-               std::vector<Edge>& path) const;
+  void viterbi(std::string_view word, std::vector<TokenSpan>& out) const;
   // The Viterbi path over a word of n characters, never using piece `exclude`; false if none.
   template <typename Sum>
   bool best_path(const std::vector<Edge>& edges, std::size_t n, int64_t exclude,
@@ -97,8 +97,12 @@ class UnigramModel {
   // characters.
   static std::vector<double> forward_mass(const std::vector<Edge>& edges, std::size_t len,
                                           double scale);
-  void finish(std::string_view word, const std::vector<uint32_t>& chars,
-              const std::vector<Edge>& path, std::vector<TokenSpan>& out) const;
+  // out's tokens from `first` on as the model gives them: consecutive unknowns as one, and
+  // with byte fallback an unknown spelled in byte tokens where each of its bytes has one.
+  void finish(std::string_view word, std::size_t first, std::vector<TokenSpan>& out) const;
+  // The same for a path of edges, appended to out.
+  void finish(std::string_view word, const std::vector<Edge>& path,
+              std::vector<TokenSpan>& out) const;
 
   std::vector<std::string> pieces_;
   std::vector<double> scores_;
