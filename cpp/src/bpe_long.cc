@@ -73,6 +73,10 @@ void BPEModel::apply_merges_buckets(std::vector<Symbol>& syms, PairCacheEntry* c
   std::vector<uint32_t> bucket(merge_count_, kEnd);  // rank -> its newest chunk
   std::vector<Chunk> chunks;
   chunks.reserve(n / kChunk + 1);
+  // Chunks whose candidates the walk has taken, for new candidates: without them the pool grew
+  // (and was copied) through the walk, and a megabyte of one letter took 88 MB of memory new
+  // to the process a call.
+  std::vector<uint32_t> spare_chunks;
   uint32_t lowest = kEnd;
   uint32_t highest = 0;
   // Pairs made during the walk with a rank at or below the one walked (merges that do not
@@ -99,8 +103,15 @@ void BPEModel::apply_merges_buckets(std::vector<Symbol>& syms, PairCacheEntry* c
     }
     uint32_t& head = bucket[rank];
     if (head == kEnd || chunks[head].count == kChunk) {
-      chunks.push_back(Chunk{head, 0, {}});
-      head = static_cast<uint32_t>(chunks.size() - 1);
+      if (spare_chunks.empty()) {
+        chunks.push_back(Chunk{head, 0, {}});
+        head = static_cast<uint32_t>(chunks.size() - 1);
+      } else {
+        const uint32_t fresh = spare_chunks.back();
+        spare_chunks.pop_back();
+        chunks[fresh] = Chunk{head, 0, {}};
+        head = fresh;
+      }
     }
     Chunk& chunk = chunks[head];
     chunk.items[chunk.count++] = pair;
@@ -133,6 +144,17 @@ void BPEModel::apply_merges_buckets(std::vector<Symbol>& syms, PairCacheEntry* c
   std::vector<Candidate> due;
   std::vector<uint32_t> chain;
   auto by_left = [](const Candidate& a, const Candidate& b) { return a.left < b.left; };
+  // c, then the pairs it made at this rank or below: they come before the rest of the bucket,
+  // as they rank lower, or stand at or left of c.
+  auto apply_due = [&](const Candidate& c) {
+    apply(c);
+    while (!overdue.empty()) {
+      std::pop_heap(overdue.begin(), overdue.end(), later);
+      const Candidate o = overdue.back().pair;
+      overdue.pop_back();
+      apply(o);
+    }
+  };
   for (uint32_t rank = lowest; lowest != kEnd && rank <= highest; ++rank) {
     if (bucket[rank] == kEnd) continue;
     walking = rank;
@@ -140,26 +162,36 @@ void BPEModel::apply_merges_buckets(std::vector<Symbol>& syms, PairCacheEntry* c
     // left to right when one pass made them all (the first pass, or a run of one symbol).
     chain.clear();
     for (uint32_t h = bucket[rank]; h != kEnd; h = chunks[h].older) chain.push_back(h);
-    due.clear();
-    for (auto h = chain.rbegin(); h != chain.rend(); ++h) {
-      const Chunk& chunk = chunks[*h];
-      due.insert(due.end(), chunk.items, chunk.items + chunk.count);
-    }
+    std::reverse(chain.begin(), chain.end());
     bucket[rank] = kEnd;
-    if (!std::is_sorted(due.begin(), due.end(), by_left)) {
-      std::sort(due.begin(), due.end(), by_left);
-    }
-    for (const Candidate& c : due) {
-      apply(c);
-      // Pairs it made at this rank or below come before the rest of the bucket: they rank
-      // lower, or stand at or left of c.
-      while (!overdue.empty()) {
-        std::pop_heap(overdue.begin(), overdue.end(), later);
-        const Candidate o = overdue.back().pair;
-        overdue.pop_back();
-        apply(o);
+    bool sorted = true;
+    std::size_t total = 0;
+    uint32_t last_left = 0;
+    for (uint32_t h : chain) {
+      const Chunk& chunk = chunks[h];
+      for (uint32_t j = 0; j < chunk.count; ++j) {
+        sorted = sorted && chunk.items[j].left >= last_left;
+        last_left = chunk.items[j].left;
       }
+      total += chunk.count;
     }
+    if (sorted) {
+      // Taken from the chunks where they stand (read by index: new candidates, all of other
+      // ranks, may move the pool), each chunk spared once taken.
+      for (uint32_t h : chain) {
+        for (uint32_t j = 0; j < chunks[h].count; ++j) apply_due(Candidate(chunks[h].items[j]));
+        spare_chunks.push_back(h);
+      }
+      continue;
+    }
+    due.clear();
+    due.reserve(total);
+    for (uint32_t h : chain) {
+      due.insert(due.end(), chunks[h].items, chunks[h].items + chunks[h].count);
+      spare_chunks.push_back(h);
+    }
+    std::sort(due.begin(), due.end(), by_left);
+    for (const Candidate& c : due) apply_due(c);
   }
   std::size_t out = 0;
   for (std::size_t i = 0; i < n; ++i) {
