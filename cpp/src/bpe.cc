@@ -1545,13 +1545,11 @@ void BPEModel::merge_word(std::string_view word, std::vector<TokenSpan>& out,
   // time of a pass over English whose pieces are all new).
   thread_local std::vector<Symbol> syms;
   syms.clear();
-  // (room for a symbol a byte, asked for once: memory not written is not taken, and a long
-  // word's vector grown by doubling was copied, into memory new to the process, a dozen times)
-  syms.reserve(word.size() + 1);
+  reserve_more(syms, word.size() + 1);  // (a symbol a byte at most; pages not written cost nothing)
   initial_symbols(word, syms);
   apply_merges(syms);
   const std::size_t first = out.size();
-  out.reserve(first + syms.size());
+  reserve_more(out, syms.size());
   for (const Symbol& s : syms) out.push_back({s.id, s.start, s.end});
   if (syms.capacity() > kScratchKept) std::vector<Symbol>().swap(syms);
   if (keep_hash != nullptr && !word_cache_.full()) {

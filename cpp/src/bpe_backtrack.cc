@@ -478,8 +478,7 @@ bool BPEModel::encode_backtrack(const Backtrack& bt, std::string_view word,
   const std::size_t base = out.size();
   // Room for a token every two bytes, grown geometrically: out may be a whole text's ids, and
   // reserving just enough for each of many long pieces copied it once a piece.
-  const std::size_t need = base + n / 2 + 1;
-  if (out.capacity() < need) out.reserve(std::max(need, 2 * out.capacity()));
+  reserve_more(out, n / 2 + 1);
   std::size_t pos = 0;
   uint32_t next = longest(0);
   while (pos < n) {

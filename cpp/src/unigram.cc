@@ -334,7 +334,7 @@ void UnigramModel::finish(std::string_view word, std::size_t first,
 void UnigramModel::finish(std::string_view word, const std::vector<Edge>& path,
                           std::vector<TokenSpan>& out) const {
   const std::size_t first = out.size();
-  out.reserve(first + path.size());
+  reserve_more(out, path.size());
   for (const Edge& e : path) out.push_back({e.id, e.start, e.end});
   finish(word, first, out);
 }

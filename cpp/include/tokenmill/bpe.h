@@ -2,6 +2,7 @@
 // (lowest first; on equal rank the leftmost), as the model was trained. Never longest-match.
 #pragma once
 
+#include <algorithm>
 #include <atomic>
 #include <cstddef>
 #include <cstdint>
@@ -149,6 +150,14 @@ std::size_t piece_cache_sets();
 // Per-thread scratch vectors (symbols, spans, ids) keep at most this many elements' room after a
 // piece: threads live on in the encoding pool, and one huge piece must not hold its memory.
 constexpr std::size_t kScratchKept = std::size_t{1} << 16;
+
+// Room in v for `more` elements after its own, asked for at once (a long word's vector grown by
+// doubling was copied a dozen times into memory new to the process), and at least doubled (v
+// may gather many words: an exact reserve for each would copy it whole each time).
+template <class T>
+void reserve_more(std::vector<T>& v, std::size_t more) {
+  if (v.capacity() - v.size() < more) v.reserve(std::max(v.size() + more, 2 * v.capacity()));
+}
 
 class BPEModel {
  public:
