@@ -88,21 +88,25 @@ std::string_view SentencePieceNormalizer::normalize_prefix(std::string_view text
   std::size_t length = 0;
   const int64_t value = longest_key(rest, length);
   if (value >= 0) {
-    const auto offset = static_cast<std::size_t>(value);
-    if (offset >= strings_.size()) {
-      throw Error("precompiled_charsmap: a replacement points at byte " + std::to_string(offset) +
-                  " of a " + std::to_string(strings_.size()) + "-byte string table");
-    }
-    const std::size_t end = strings_.find('\0', offset);
-    if (end == std::string_view::npos) {
-      throw Error("precompiled_charsmap: the replacement at byte " + std::to_string(offset) +
-                  " has no terminating NUL");
-    }
     consumed = length;
-    return strings_.substr(offset, end - offset);
+    return replacement(value);
   }
   consumed = utf8_char_len(rest, 0);
   return rest.substr(0, consumed);
+}
+
+std::string_view SentencePieceNormalizer::replacement(int64_t value) const {
+  const auto offset = static_cast<std::size_t>(value);
+  if (offset >= strings_.size()) {
+    throw Error("precompiled_charsmap: a replacement points at byte " + std::to_string(offset) +
+                " of a " + std::to_string(strings_.size()) + "-byte string table");
+  }
+  const std::size_t end = strings_.find('\0', offset);
+  if (end == std::string_view::npos) {
+    throw Error("precompiled_charsmap: the replacement at byte " + std::to_string(offset) +
+                " has no terminating NUL");
+  }
+  return strings_.substr(offset, end - offset);
 }
 
 void SentencePieceNormalizer::normalize(std::string_view text, std::string& out,
@@ -149,7 +153,9 @@ void SentencePieceNormalizer::normalize(std::string_view text, std::string& out,
     // key of the map starts at, and that is not a space, is copied with its span alone.
     const auto first = static_cast<unsigned char>(text[at]);
     std::size_t mapped = 0;
-    if (first != ' ' && !user_defined_first_[first] && longest_key(text.substr(at), mapped) < 0) {
+    const bool plain = first != ' ' && !user_defined_first_[first];
+    const int64_t key = plain ? longest_key(text.substr(at), mapped) : -1;
+    if (plain && key < 0) {
       const std::size_t len = utf8_char_len(text, at);
       out.append(text.data() + at, len);
       if (offsets) {
@@ -161,7 +167,15 @@ void SentencePieceNormalizer::normalize(std::string_view text, std::string& out,
       previous_space = false;
       continue;
     }
-    std::string_view piece = normalize_prefix(text, at, consumed);
+    // (a key found above is the one normalize_prefix would find: no user-defined piece
+    // starts here)
+    std::string_view piece;
+    if (plain) {
+      piece = replacement(key);
+      consumed = mapped;
+    } else {
+      piece = normalize_prefix(text, at, consumed);
+    }
     const uint32_t from = char_at;
     const uint32_t to = char_at + static_cast<uint32_t>(utf8_count(text.substr(at, consumed)));
     if (previous_space) {

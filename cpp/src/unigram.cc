@@ -257,7 +257,7 @@ void UnigramModel::lattice(std::string_view word, std::vector<uint32_t>& chars,
 }
 
 template <typename Sum>
-void UnigramModel::viterbi(std::string_view word, std::vector<TokenSpan>& out) const {
+bool UnigramModel::viterbi(std::string_view word, std::vector<TokenSpan>& out) const {
   // best_path over the lattice as walk() gives it, edge by edge in the same order, without
   // keeping the edges (a long text's were most of its memory and time).
   const std::size_t n = utf8_count(word);
@@ -282,12 +282,16 @@ void UnigramModel::viterbi(std::string_view word, std::vector<TokenSpan>& out) c
   for (std::size_t at = n; at > 0; at = best[at].start) ++count;
   std::size_t k = out.size() + count;
   out.resize(k);
+  const uint32_t unk = options_.unk_id >= 0 ? static_cast<uint32_t>(options_.unk_id) : kPrefixOnly;
+  bool unknown = false;
   for (std::size_t at = n; at > 0;) {
     const Best& b = best[at];
     out[--k] = TokenSpan{b.id, b.start, static_cast<uint32_t>(at)};
+    unknown = unknown || b.id == unk;
     at = b.start;
   }
   if (best.capacity() > kScratchKept) std::vector<Best>().swap(best);
+  return unknown;
 }
 
 void UnigramModel::finish(std::string_view word, std::size_t first,
@@ -370,12 +374,8 @@ bool UnigramModel::best_path(const std::vector<Edge>& edges, std::size_t n, int6
 void UnigramModel::encode_word(std::string_view word, std::vector<TokenSpan>& out) const {
   if (word.empty()) return;
   const std::size_t first = out.size();
-  if (options_.float32_sums) {
-    viterbi<float>(word, out);
-  } else {
-    viterbi<double>(word, out);
-  }
-  finish(word, first, out);
+  const bool unknown = options_.float32_sums ? viterbi<float>(word, out) : viterbi<double>(word, out);
+  if (unknown) finish(word, first, out);  // (finish changes only unknowns)
 }
 
 bool UnigramModel::viterbi_ids(std::string_view word, int64_t exclude,

@@ -37,6 +37,8 @@ class SentencePieceNormalizer {
                                      std::size_t& consumed) const;
   // Longest charsmap key that prefixes s: its value, or -1; length in `length`.
   int64_t longest_key(std::string_view s, std::size_t& length) const;
+  // The replacement a key's value names (throws Error if the map does not hold it).
+  std::string_view replacement(int64_t value) const;
 
   std::string blob_;          // the whole map; units_ and strings_ point into it
   std::vector<uint32_t> units_;

@@ -86,9 +86,9 @@ class UnigramModel {
   template <typename Fn>
   void walk(std::string_view word, Fn&& edge) const;
   // The Viterbi path, as best_path over lattice() with no piece excluded, appended to out
-  // (spans in characters; unknowns not yet merged: finish).
+  // (spans in characters; unknowns not yet merged: finish). True if it holds the unknown.
   template <typename Sum>
-  void viterbi(std::string_view word, std::vector<TokenSpan>& out) const;
+  bool viterbi(std::string_view word, std::vector<TokenSpan>& out) const;
   // The Viterbi path over a word of n characters, never using piece `exclude`; false if none.
   template <typename Sum>
   bool best_path(const std::vector<Edge>& edges, std::size_t n, int64_t exclude,
