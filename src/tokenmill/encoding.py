@@ -595,8 +595,14 @@ class Encoding:
             return self.replace(overflowing=[o.padded(length, pad_id=pad_id, pad_token=pad_token,
                                                       pad_type_id=pad_type_id, side=side)
                                              for o in self.overflowing])
-        pad = Encoding([pad_id] * missing, [pad_token] * missing, [(0, 0)] * missing,
-                       [pad_type_id] * missing, [0] * missing, [1] * missing)
+        # Where this encoding's tokens are unmade and the pad token is what its id -> token
+        # function gives pad_id, the pad's are left unmade too: concat then makes none (padding
+        # a BERT pair to its fixed length made every token, a third of encoding the pair).
+        to_token = self._lazy_tokens()
+        lazy = to_token is not None and (to_token(pad_id) or "") == pad_token
+        pad = Encoding([pad_id] * missing, None if lazy else [pad_token] * missing,
+                       ([0] * missing, [0] * missing), [pad_type_id] * missing, [0] * missing,
+                       [1] * missing, id_to_token=to_token if lazy else None)
         parts = [self, pad] if side == "right" else [pad, self]
         out = Encoding.concat(parts)
         out.overflowing = [o.padded(length, pad_id=pad_id, pad_token=pad_token,

@@ -449,30 +449,37 @@ class Tokenizer:
               truncation: Truncation | None, padding: Padding | None) -> Encoding:
         """Truncate, lay out with the post-processor, then pad: tokenizers' order."""
         processor = self.post_processor
-        if b is None and truncation is None and padding is None:
-            if processor is None:
-                return a  # nothing to add, cut or pad: the encoding stays lazy
-            if not add_special_tokens and a._ranges is None and a._type_ids is None and \
-                    getattr(processor, "passes_single", None) and processor.passes_single():
-                # (the template would lay it out anew, unchanged: a fifth of encoding a line)
-                a._ranges = _WHOLE
-                return a
-            if add_special_tokens and not a.overflowing and \
-                    type(processor) is TemplateProcessing:
-                # (special tokens around the input, laid out at once: combine's windows and
-                # the layout's calls were a third of what the template cost)
-                around = processor._around_single(a)
-                if around is not None:
-                    return around
         if truncation is not None:
             added = processor.added_tokens(b is not None) \
                 if processor is not None and add_special_tokens else 0
             a, b = truncate(a, b, truncation, added)
-        out = combine(a, b, partial(_lay_out, processor, add_special_tokens),
-                      processor is None or processor.first_input == "A")
+        out = self._lay_out_single(a, add_special_tokens) \
+            if b is None and not a.overflowing else None
+        if out is None:
+            out = combine(a, b, partial(_lay_out, processor, add_special_tokens),
+                          processor is None or processor.first_input == "A")
         if padding is not None:
             out = padding.pad(out, len(out))
         return out
+
+    def _lay_out_single(self, a: Encoding, add_special_tokens: bool) -> Encoding | None:
+        """The post-processor's layout of one input without overflowing windows, made at once
+        where it has a short way (else None): a line's encoding is cheap, and the general
+        layout was a third to a fifth of it. (Truncation that cut nothing, and padding after,
+        keep the short way: BERT's files ask for both.)"""
+        processor = self.post_processor
+        if processor is None:
+            return a  # nothing to add: the encoding stays lazy
+        if not add_special_tokens and a._ranges is None and a._type_ids is None and \
+                getattr(processor, "passes_single", None) and processor.passes_single():
+            # (the template would lay it out anew, unchanged)
+            a._ranges = _WHOLE
+            return a
+        if add_special_tokens and type(processor) is TemplateProcessing:
+            # (special tokens around the input, laid out at once: combine's windows and the
+            # layout's calls were a third of what the template cost)
+            return processor._around_single(a)
+        return None
 
     def encode(self, text: str, pair: str | None = None, *, add_special_tokens: bool = True,
                truncation: Truncation | None = None, allowed_special: Special | None = None,

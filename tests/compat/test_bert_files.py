@@ -210,3 +210,35 @@ def test_runtime_added_tokens_as_in_tokenizers(shared_data):
     saved = ours.to_dict()["added_tokens"]
     assert [(t["content"], t["normalized"], t["special"]) for t in saved][-2:] == \
         [("new_tok", True, True), ("hello", True, False)]
+
+
+@pytest.mark.parametrize("side, pad_token", [("right", "[PAD]"), ("left", "[PAD]"),
+                                             ("right", "<pad>")])
+def test_the_files_own_truncation_and_padding(shared_data, side, pad_token):
+    # MiniLM's file truncates to 128 and pads to 128: encodings that fit are laid out the short
+    # way and then padded (the pad's tokens left unmade where the vocabulary spells them so);
+    # longer ones are cut into windows. Every field against tokenizers, as the file has it.
+    from tokenmill.encoding import Padding
+
+    ours = Tokenizer.from_file(shared_data / MINILM)
+    theirs = tokenizers.Tokenizer.from_file(str(shared_data / MINILM))
+    assert ours.truncation is not None and ours.padding is not None
+    ours.padding = Padding(side=side, pad_token=pad_token, length=128)
+    theirs.enable_padding(direction=side, pad_token=pad_token, length=128)
+    with gzip.open(shared_data / "text" / "flores200_dev" / "eng_Latn.dev.gz", "rt",
+                   encoding="utf-8") as f:
+        english = f.read().splitlines()[:40]
+    texts = english + [" ".join(english[:8]), ""]  # (one text past 128 tokens)
+    pairs_ = list(zip(texts, texts[1:] + texts[:1])) + [(texts[-2], texts[-2])]
+
+    def fields(e):
+        return (e.ids, e.tokens, e.type_ids, e.offsets, e.special_tokens_mask, e.attention_mask,
+                e.word_ids, e.sequence_ids,
+                [(o.ids, o.tokens, o.type_ids, o.attention_mask) for o in e.overflowing])
+
+    for inputs in (texts, pairs_):
+        expected = [fields(e) for e in theirs.encode_batch(inputs)]
+        one = [fields(ours.encode(*(x if isinstance(x, tuple) else (x,)))) for x in inputs]
+        assert one == expected
+        assert [fields(e) for e in ours.encode_batch(inputs)] == expected
+    assert any(len(e.overflowing) > 0 for e in theirs.encode_batch(pairs_))

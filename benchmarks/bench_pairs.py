@@ -1,0 +1,72 @@
+"""A BERT file as it is shipped: all-MiniLM-L6-v2's tokenizer.json with its own truncation (128)
+and padding (to 128), one input and pairs of inputs (a sentence-pair classifier's or a
+cross-encoder's), ``encode`` a line at a time and ``encode_batch``, tokenmill vs Hugging Face
+``tokenizers`` on one thread, the same lines, one run, the ratios printed.
+
+    python benchmarks/bench_pairs.py --repeats 5
+
+The texts are about ``--kb`` of English (tinyshakespeare), a line a document; pairs are
+neighbouring lines, and one input in ten is the paragraph of twelve lines, which the
+truncation cuts into windows. Every encoding's ids, type ids, attention mask and windows are
+compared before timing. The engines alternate (ABBA over the repeats); the figures are medians,
+in milliseconds.
+"""
+
+from __future__ import annotations
+
+import sys
+from functools import partial
+from typing import Any
+
+from bench_bpe import head, read_lines
+from bench_decode_stream import medians
+from bench_word_ids import one_thread_args
+
+MINILM = "all-MiniLM-L6-v2/tokenizer.json"
+
+
+def fields(e: Any) -> tuple:
+    return (e.ids, e.type_ids, e.attention_mask, [(o.ids, o.type_ids) for o in e.overflowing])
+
+
+def main() -> int:
+    args = one_thread_args(__doc__)
+    from importlib.metadata import version
+
+    import tokenizers
+
+    import tokenmill
+
+    path = args.data / "tokenizers" / MINILM
+    ours = tokenmill.Tokenizer.from_file(path)
+    theirs = tokenizers.Tokenizer.from_file(str(path))
+    lines = head(read_lines(args.data / "text" / "en" / "tinyshakespeare.txt"), args.kb * 1000)
+    texts = [" ".join(lines[k:k + 12]) if k % 10 == 9 else line for k, line in enumerate(lines)]
+    inputs = {"one input": texts, "pairs": list(zip(texts[::2], texts[1::2]))}
+    print(f"tokenmill {version('tokenmill')}, tokenizers {tokenizers.__version__}; "
+          f"{args.repeats} repeats, medians in ms; truncation {ours.truncation}, "
+          f"padding {ours.padding}")
+    print("| inputs | count | encode, a line a call: tokenmill | tokenizers | ratio "
+          "| encode_batch: tokenmill | tokenizers | ratio |")
+    print("| --- | --- | --- | --- | --- | --- | --- | --- |")
+    for label, batch in inputs.items():
+        def one_at_a_time(tok: Any, batch: list = batch) -> list:
+            return [tok.encode(*(x if isinstance(x, tuple) else (x,))) for x in batch]
+
+        mine = ours.encode_batch(batch, num_threads=1)
+        if [fields(e) for e in mine] != [fields(e) for e in theirs.encode_batch(batch)] or \
+                [fields(e) for e in one_at_a_time(ours)] != [fields(e) for e in mine]:
+            print(f"{label}: the encodings differ", file=sys.stderr)
+            return 1
+        loop = medians(partial(one_at_a_time, ours), partial(one_at_a_time, theirs),
+                       args.repeats)
+        whole = medians(partial(ours.encode_batch, batch, num_threads=1),
+                        partial(theirs.encode_batch, batch), args.repeats)
+        print(f"| {label} | {len(batch)} | {loop[0] * 1e3:.1f} | {loop[1] * 1e3:.1f} | "
+              f"{loop[1] / loop[0]:.2f}x | {whole[0] * 1e3:.1f} | {whole[1] * 1e3:.1f} | "
+              f"{whole[1] / whole[0]:.2f}x |")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
