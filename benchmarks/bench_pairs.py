@@ -20,7 +20,7 @@ from typing import Any
 
 from bench_bpe import head, read_lines
 from bench_decode_stream import medians
-from bench_word_ids import one_thread_args
+from bench_word_ids import cells, one_thread_args
 
 MINILM = "all-MiniLM-L6-v2/tokenizer.json"
 
@@ -62,9 +62,7 @@ def main() -> int:
                        args.repeats)
         whole = medians(partial(ours.encode_batch, batch, num_threads=1),
                         partial(theirs.encode_batch, batch), args.repeats)
-        print(f"| {label} | {len(batch)} | {loop[0] * 1e3:.1f} | {loop[1] * 1e3:.1f} | "
-              f"{loop[1] / loop[0]:.2f}x | {whole[0] * 1e3:.1f} | {whole[1] * 1e3:.1f} | "
-              f"{whole[1] / whole[0]:.2f}x |")
+        print(f"| {label} | {len(batch)} | {cells(loop)} | {cells(whole)} |")
     return 0
 
 
