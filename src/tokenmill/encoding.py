@@ -513,6 +513,35 @@ class Encoding:
             out._made_at = owner._made_at
         return out
 
+    def _padded_lazily(self, missing: int, pad_id: int, pad_type_id: int, right: bool,
+                       pad_token: str) -> Encoding:
+        """padded(), where this encoding's tokens and the pad's are what its id -> token
+        function gives: as concat lays out the encoding and its pad, without the walk over
+        parts (which was the most of encoding a line of a BERT file that pads to 128)."""
+        n = len(self.ids)
+
+        def joined(mine: list[Any], pads: list[Any]) -> list[Any]:
+            return mine + pads if right else pads + mine
+
+        starts, ends = self._starts_ends()
+        at = 0 if right else missing
+        ranges = {k: (a + at, b + at) for k, (a, b) in self._sequence_ranges().items()}
+        out = Encoding(joined(self.ids, [pad_id] * missing), None,
+                       (joined(starts, [0] * missing), joined(ends, [0] * missing)),
+                       joined(self.type_ids, [pad_type_id] * missing),
+                       joined(self._attention_mask or [1] * n, [0] * missing),
+                       joined(self._special_tokens_mask or [0] * n, [1] * missing),
+                       id_to_token=self._id_to_token, sequence_ranges=ranges)
+        w = self._words
+        if w is not None:  # (the pad's tokens are a run without words, as concat keeps it)
+            own = list(w) if type(w) is tuple else [[0] * n if w is ONE_WORD else w]
+            out._words = tuple(joined(own, [missing]))
+            out._made_at = self._made_at
+        out.overflowing = [o.padded(n + missing, pad_id=pad_id, pad_token=pad_token,
+                                    pad_type_id=pad_type_id, side="right" if right else "left")
+                           for o in self.overflowing]
+        return out
+
     @staticmethod
     def _laid_out_alone(e: Encoding, type_id: int | None, sequence: int | None,
                         own_marks: bool) -> Encoding:
@@ -600,6 +629,9 @@ class Encoding:
         # a BERT pair to its fixed length made every token, a third of encoding the pair).
         to_token = self._lazy_tokens()
         lazy = to_token is not None and (to_token(pad_id) or "") == pad_token
+        if lazy and to_token is self._id_to_token:
+            return self._padded_lazily(missing, pad_id, pad_type_id, side == "right",
+                                       pad_token)
         pad = Encoding([pad_id] * missing, None if lazy else [pad_token] * missing,
                        ([0] * missing, [0] * missing), [pad_type_id] * missing, [0] * missing,
                        [1] * missing, id_to_token=to_token if lazy else None)
