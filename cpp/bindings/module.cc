@@ -332,6 +332,23 @@ nb::object id_list(const uint32_t* ids, std::size_t n, uint32_t make_below = kIn
 
 nb::object id_list(const std::vector<uint32_t>& ids) { return id_list(ids.data(), ids.size()); }
 
+// Each list given that holds only ints, strings and None, taken out of the cyclic collector's
+// sight as id_list's are: an Encoding's lists made in Python (a template's layout, a pad) were
+// walked at every run of the collector, half the time of encoding MiniLM's lines one a call
+// while their encodings were kept. Other objects, and lists holding anything else, are left.
+void untrack_lists(const nb::args& objects) {
+  for (nb::handle h : objects) {
+    PyObject* list = h.ptr();
+    if (!PyList_CheckExact(list) || !PyObject_GC_IsTracked(list)) continue;
+    bool atomic = true;
+    for (Py_ssize_t i = 0, n = PyList_GET_SIZE(list); i < n && atomic; ++i) {
+      PyObject* item = PyList_GET_ITEM(list, i);
+      atomic = PyLong_CheckExact(item) || PyUnicode_CheckExact(item) || item == Py_None;
+    }
+    if (atomic) PyObject_GC_UnTrack(list);
+  }
+}
+
 // The cyclic collector's automatic runs held off while a batch's id lists are built (with the
 // GIL held throughout): each list allocated counts toward the next run, so a batch of 20,000
 // paragraphs set off dozens, some walking every object the process tracks, for lists that
@@ -1286,6 +1303,9 @@ NB_MODULE(_core, m) {
           "would fall back to merging (the vocabulary does not allow it, or the search gave up).");
 
   m.def("pretokenize", &pretokenize, "pattern"_a, "text"_a);
+  m.def("untrack_lists", &untrack_lists,
+        "Takes each list given that holds only ints, strings and None out of the cyclic "
+        "collector's sight.");
   m.def("set_backtrack_bytes", &tokenmill::set_backtrack_bytes, "bytes"_a,
         "Pieces of at least `bytes` bytes are cut by backtracking (byte-level models whose "
         "merges allow it); returns the previous threshold.");

@@ -7,6 +7,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Literal, cast
 
+from tokenmill import _core
 from tokenmill.errors import InputError
 
 Side = Literal["right", "left"]
@@ -88,6 +89,18 @@ class Encoding:
         self._words = words
         self._ranges = sequence_ranges or None
         self._made_at = -1  # (the tokenizer's _generation when it encoded a text of _words)
+
+    def _untracked(self) -> Encoding:
+        """This encoding, its lists of ints and strings taken out of the cyclic collector's
+        sight, as the core's id lists are. Called where a layout or a pad makes them in Python:
+        walked at every run of the collector, they were half of encoding MiniLM's lines one a
+        call while the encodings were kept. (Not for every encoding made: a call a part cost
+        batches more than the walks it saved.)"""
+        offsets = self._offsets
+        starts, ends = offsets if type(offsets) is tuple else (None, None)
+        _core.untrack_lists(self.ids, self._tokens, self._type_ids, self._attention_mask,
+                            self._special_tokens_mask, starts, ends)
+        return self
 
     @property
     def tokens(self) -> list[str]:
@@ -511,7 +524,7 @@ class Encoding:
                           else [len(item[0])])]
             out._words = tuple(words)
             out._made_at = owner._made_at
-        return out
+        return out._untracked()
 
     def _padded_lazily(self, missing: int, pad_id: int, pad_type_id: int, right: bool,
                        pad_token: str) -> Encoding:
@@ -540,7 +553,7 @@ class Encoding:
         out.overflowing = [o.padded(n + missing, pad_id=pad_id, pad_token=pad_token,
                                     pad_type_id=pad_type_id, side="right" if right else "left")
                            for o in self.overflowing]
-        return out
+        return out._untracked()
 
     @staticmethod
     def _laid_out_alone(e: Encoding, type_id: int | None, sequence: int | None,

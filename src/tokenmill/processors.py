@@ -151,7 +151,7 @@ class TemplateProcessing:
                 words = [0] * n
             out._words = (k, *words, m) if type(words) is tuple else (k, words, m)
             out._made_at = a._made_at
-        return out
+        return out._untracked()
 
     def _single_shape(self) -> tuple[list[int], list[int], list[tuple[int, str]]] | None:
         """The single template as (ids before $A, ids after it, each special id and its

@@ -276,3 +276,26 @@ def test_padding_a_batch_holds_off_the_collector_and_restores_it(bert, enabled):
             [0] * (32 - len(bert.encode(texts[1])))
     finally:
         gc.enable() if was else gc.disable()
+
+
+def test_the_lists_of_a_laid_out_and_padded_encoding_are_left_out_of_the_collector(bert):
+    # Lists of ints and strings cannot form cycles: walked at every run of the collector, an
+    # encoding's lists made in Python (the template's layout, the pad) were half of encoding a
+    # line at a time while the encodings were kept.
+    import gc
+
+    from tokenmill import _core
+
+    for padding in (None, Padding(length=32), Padding(length=32, pad_token="<pad>")):
+        out = bert.encode_batch(["Hello world", ("a pair", "of texts")], padding=padding)
+        for e in [*out, bert.encode("Hello world")]:
+            assert type(e._offsets) is tuple
+            lists = [e.ids, *e._offsets, e._special_tokens_mask, e._type_ids, e._tokens,
+                     e._attention_mask]
+            assert not any(gc.is_tracked(x) for x in lists if x is not None)
+        if padding is not None:
+            assert out[0].tokens[-1] == padding.pad_token
+    # Only lists, and only those holding ints, strings and None, are taken out.
+    holder, nested, other = [1, "a", None], [1, []], {"a": [1]}
+    _core.untrack_lists(holder, nested, other, (1, 2), None)
+    assert not gc.is_tracked(holder) and gc.is_tracked(nested) and gc.is_tracked(other)
