@@ -439,8 +439,12 @@ void encode_text(const BPEModel& model, SplitPattern pattern, std::string_view t
   std::vector<TokenSpan>* const spans = with_offsets ? &offset_spans() : nullptr;
   const std::size_t long_piece = with_offsets ? ~std::size_t{0} : backtrack_threshold();
   // Room for a token every three bytes (English runs at four or five), so a text's ids rarely
-  // grow by copying.
-  out.ids.reserve(out.ids.size() + text.size() / 3 + 4);
+  // grow by copying; from 64 kB to 16 MB of text, a token a byte, which no byte-level text
+  // exceeds. (Such a reserve is a mapping of its own, whose pages are taken only as written;
+  // ids grown by copying took a megabyte of base64's pages twice at every call: two tokens
+  // every three bytes. Small texts keep the smaller room, as a batch's are held together.)
+  const bool large = text.size() >= (std::size_t{1} << 16) && text.size() <= (std::size_t{1} << 24);
+  out.ids.reserve(out.ids.size() + (large ? text.size() : text.size() / 3) + 4);
   // Bounds and spans are 32-bit: bounds count from `window`, moved on before they would not fit
   // (offsets, which count from the text's start, need the text under 4 GiB).
   std::size_t window = 0;
