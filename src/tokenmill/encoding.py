@@ -480,12 +480,7 @@ class Encoding:
             if w is None:
                 words.append(n)
             else:
-                if w is ONE_WORD:
-                    w = [0] * n
-                if type(w) is tuple:
-                    words += w
-                else:
-                    words.append(w)
+                words += _word_parts(e)
                 if owner is None:
                     worded, owner = True, e
                 elif e._id_to_token is not owner._id_to_token and \
@@ -545,10 +540,9 @@ class Encoding:
                        joined(self._attention_mask or [1] * n, [0] * missing),
                        joined(self._special_tokens_mask or [0] * n, [1] * missing),
                        id_to_token=self._id_to_token, sequence_ranges=ranges)
-        w = self._words
-        if w is not None:  # (the pad's tokens are a run without words, as concat keeps it)
-            own = list(w) if type(w) is tuple else [[0] * n if w is ONE_WORD else w]
-            out._words = tuple(joined(own, [missing]))
+        if self._words is not None:  # (the pad's tokens: a run without words, as concat keeps it)
+            own = _word_parts(self)
+            out._words = (*own, missing) if right else (missing, *own)
             out._made_at = self._made_at
         out.overflowing = [o.padded(n + missing, pad_id=pad_id, pad_token=pad_token,
                                     pad_type_id=pad_type_id, side="right" if right else "left")
@@ -723,6 +717,15 @@ class Padding:
         return {"strategy": strategy, "direction": self.side.capitalize(),
                 "pad_to_multiple_of": self.pad_to_multiple_of, "pad_id": self.pad_id,
                 "pad_type_id": self.pad_type_id, "pad_token": self.pad_token}
+
+
+def _word_parts(part: Encoding) -> tuple:
+    """The words of ``part`` (which has some) as a laid-out encoding holds its parts' (see
+    Words): a tuple of sources, ONE_WORD as its list of zeros."""
+    words = part._words
+    if words is ONE_WORD:
+        return ([0] * len(part.ids),)
+    return words if type(words) is tuple else (words,)
 
 
 def _word_sources(part: Encoding) -> list[int | Words]:

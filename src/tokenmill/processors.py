@@ -6,7 +6,7 @@ from dataclasses import KW_ONLY, dataclass
 from typing import Any
 
 from tokenmill._registry import field, register
-from tokenmill.encoding import _WHOLE, ONE_WORD, Encoding, Layout
+from tokenmill.encoding import _WHOLE, Encoding, Layout, _word_parts
 from tokenmill.errors import FormatError, InputError
 from tokenmill.normalizers import WHITE_SPACE
 from tokenmill.pre_tokenizers import ByteLevelFields
@@ -145,11 +145,8 @@ class TemplateProcessing:
                        ([0] * k + starts + [0] * m, [0] * k + ends + [0] * m),
                        None, None, [1] * k + [0] * n + [1] * m, id_to_token=to_token,
                        sequence_ranges={0: (k, k + n)})
-        words = a._words
-        if words is not None:
-            if words is ONE_WORD:
-                words = [0] * n
-            out._words = (k, *words, m) if type(words) is tuple else (k, words, m)
+        if a._words is not None:
+            out._words = (k, *_word_parts(a), m)
             out._made_at = a._made_at
         return out._untracked()
 

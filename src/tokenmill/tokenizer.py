@@ -29,7 +29,6 @@ from tokenmill.models.unigram import Unigram
 from tokenmill.models.wordpiece import WordPiece
 from tokenmill.normalized import NormalizedString
 from tokenmill.pre_tokenizers import native_counting
-from tokenmill.processors import TemplateProcessing
 from tokenmill.truncation import combine, truncate
 
 if TYPE_CHECKING:
@@ -453,20 +452,21 @@ class Tokenizer:
             added = processor.added_tokens(b is not None) \
                 if processor is not None and add_special_tokens else 0
             a, b = truncate(a, b, truncation, added)
-        out = self._lay_out_single(a, add_special_tokens) \
-            if b is None and not a.overflowing else None
-        if out is None:
+        if b is None and not a.overflowing:
+            out = self._lay_out_single(a, add_special_tokens)
+        else:
             out = combine(a, b, partial(_lay_out, processor, add_special_tokens),
                           processor is None or processor.first_input == "A")
         if padding is not None:
             out = padding.pad(out, len(out))
         return out
 
-    def _lay_out_single(self, a: Encoding, add_special_tokens: bool) -> Encoding | None:
-        """The post-processor's layout of one input without overflowing windows, made at once
-        where it has a short way (else None): a line's encoding is cheap, and the general
-        layout was a third to a fifth of it. (Truncation that cut nothing, and padding after,
-        keep the short way: BERT's files ask for both.)"""
+    def _lay_out_single(self, a: Encoding, add_special_tokens: bool) -> Encoding:
+        """The post-processor's layout of one input without overflowing windows: combine's,
+        without its walk over windows (a line's encoding is cheap, and that walk was a third
+        to a fifth of it). Truncation that cut nothing, and padding after, keep this way:
+        BERT's files ask for both. (A template lays special tokens around the input at once
+        in its own process.)"""
         processor = self.post_processor
         if processor is None:
             return a  # nothing to add: the encoding stays lazy
@@ -475,11 +475,7 @@ class Tokenizer:
             # (the template would lay it out anew, unchanged)
             a._ranges = _WHOLE
             return a
-        if add_special_tokens and type(processor) is TemplateProcessing:
-            # (special tokens around the input, laid out at once: combine's windows and the
-            # layout's calls were a third of what the template cost)
-            return processor._around_single(a)
-        return None
+        return _lay_out(processor, add_special_tokens, a, None, (False, False))
 
     def encode(self, text: str, pair: str | None = None, *, add_special_tokens: bool = True,
                truncation: Truncation | None = None, allowed_special: Special | None = None,
