@@ -135,3 +135,12 @@ def test_unknowns_of_every_width_merge_into_one_unk():
     assert model().encode_word("a中é😀b") == ["a", "<unk>", "b"]
     flat = model().encode_pieces(["a中é😀b"])
     assert flat[4:8] == [0, 0, 1, 4]  # the unk spans the three unknown characters
+
+
+def test_a_character_in_no_piece_without_an_unk_is_named_by_its_place():
+    # (the place counts characters: the walk finds where each ends as it goes)
+    m = Unigram([("a", -1.0), ("b", -1.0), ("é", -1.0)], unk_id=None)
+    assert m.encode_word("éab") == ["é", "a", "b"]
+    with pytest.raises(InputError, match=r"^the character at 2 of 'éa中b' is in no piece and "
+                                         r"the model has no unk$"):
+        m.encode_word("éa中b")
