@@ -129,6 +129,42 @@ def test_long_pieces_among_short_ones_with_and_without_the_caches(shared_data, e
 
 
 @pytest.mark.parametrize("name", ["cl100k_base", "o200k_base"])
+def test_long_pieces_met_again(shared_data, encodings, pairs, name):
+    # A model keeps the ids of the last four long pieces it cut (up to 128 KiB each), found
+    # again by their bytes: a piece of the same length that differs only in its last byte or
+    # its first, one that is a prefix of another, six pieces in turn (each way written over
+    # while others are read), from lists and from encodings with offsets, and from two threads.
+    from tokenmill import _core
+
+    ref = pairs[name][1]
+    rnd = random.Random(name)
+    base = "".join(rnd.choices("acgt", k=33_000))
+    pieces = [base, base[:-1] + ("a" if base[-1] != "a" else "c"),
+              ("g" if base[0] != "g" else "t") + base[1:], base[:-1], base + "acg"]
+    pieces += ["".join(rnd.choices(letters, k=rnd.randint(32_800, 36_000)))
+               for letters in ("ab", "ACGT", "xyz")]
+    texts = [">\n" + "\n>\n".join(rnd.choice(pieces) for _ in range(rnd.randint(1, 6))) + "\n"
+             for _ in range(30)]
+    texts.append("\n".join(pieces + pieces[::-1]))
+    previous = _core.set_backtrack_bytes(32_768)
+    try:
+        tok = tokenmill.load(name, path=shared_data / encodings[name]["file"])
+        want = ref.encode_ordinary_batch(texts)
+        assert [tok.encode_ordinary(t) for t in texts] == want
+        assert tok.encode_ordinary_batch(texts, num_threads=2) == want
+        # Offsets: as a model that cuts every long piece by merging gives them.
+        got = [tok.encode(t) for t in texts[-3:]]
+        _core.set_backtrack_bytes(1 << 30)
+        merged = tokenmill.load(name, path=shared_data / encodings[name]["file"])
+        for encoding, text in zip(got, texts[-3:], strict=True):
+            again = merged.encode(text)
+            assert encoding.ids == again.ids
+            assert encoding.offsets == again.offsets
+    finally:
+        _core.set_backtrack_bytes(previous)
+
+
+@pytest.mark.parametrize("name", ["cl100k_base", "o200k_base"])
 def test_backtracking_alone_cuts_every_piece_as_tiktoken(shared_data, encodings, pairs,
                                                         corpus_lines, name):
     # The encoders fall back to merging when backtracking gives up, so the test above would

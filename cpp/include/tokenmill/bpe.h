@@ -336,6 +336,23 @@ class BPEModel {
   static PairCacheEntry* pair_cache_of_thread();
   mutable std::once_flag backtrack_once_;
   mutable std::shared_ptr<const Backtrack> backtrack_;
+  // encode_backtrack through the long pieces kept: a text of records, or a blob pasted twice,
+  // meets a long piece again, and takes its ids from there (a compare and a copy) instead of
+  // cutting it again. Used by the encoders; encode_backtrack_ids, which tests hold to the
+  // merges, cuts every time.
+  bool cut_long_piece(const Backtrack& bt, std::string_view piece, std::vector<uint32_t>& ids,
+                      PairCacheEntry* cache) const;
+  // The last kKeptLongPieces long pieces cut, each of at most kKeptLongPieceBytes, with their
+  // ids (at most one a byte): the model keeps at most 4 * (128 KiB + 512 KiB).
+  struct KeptLongPiece {
+    std::string bytes;
+    std::vector<uint32_t> ids;
+  };
+  static constexpr std::size_t kKeptLongPieces = 4;
+  static constexpr std::size_t kKeptLongPieceBytes = std::size_t{1} << 17;
+  mutable std::mutex kept_long_mutex_;
+  mutable KeptLongPiece kept_long_[kKeptLongPieces];
+  mutable std::size_t kept_long_next_ = 0;  // the way a new one takes (the oldest)
   bool lookup(std::string_view token, uint32_t& id) const;
   // cache: this thread's pair cache (looked up once per word: thread-local access is a call).
   // Defined in cpp/src/merge_lookup.h, which every file that calls it includes (inlined).
