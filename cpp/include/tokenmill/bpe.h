@@ -138,6 +138,10 @@ bool merges_build_up(const std::vector<Merge>& merges);
 // (every model; 32768 unless changed). Returns the previous value.
 std::size_t set_backtrack_bytes(std::size_t bytes);
 std::size_t backtrack_threshold();
+// Tells this thread that a new text starts: the long pieces it cut in the texts before are not
+// looked for again (BPEModel::cut_long_piece). So a text costs what its own length and
+// repeats cost, whatever was encoded before it.
+void start_long_piece_text();
 // Words of at least this many symbols are merged by the bucket walk (bpe_long.cc), the
 // shorter ones by a scan or a heap (every model; 32768 unless changed, which tests do).
 // Returns the previous value.
@@ -336,23 +340,13 @@ class BPEModel {
   static PairCacheEntry* pair_cache_of_thread();
   mutable std::once_flag backtrack_once_;
   mutable std::shared_ptr<const Backtrack> backtrack_;
-  // encode_backtrack through the long pieces kept: a text of records, or a blob pasted twice,
+  // encode_backtrack through the long pieces this thread has cut in the text it encodes (see
+  // start_long_piece_text): a text of records, or a blob pasted twice into one document,
   // meets a long piece again, and takes its ids from there (a compare and a copy) instead of
   // cutting it again. Used by the encoders; encode_backtrack_ids, which tests hold to the
   // merges, cuts every time.
   bool cut_long_piece(const Backtrack& bt, std::string_view piece, std::vector<uint32_t>& ids,
                       PairCacheEntry* cache) const;
-  // The last kKeptLongPieces long pieces cut, each of at most kKeptLongPieceBytes, with their
-  // ids (at most one a byte): the model keeps at most 4 * (128 KiB + 512 KiB).
-  struct KeptLongPiece {
-    std::string bytes;
-    std::vector<uint32_t> ids;
-  };
-  static constexpr std::size_t kKeptLongPieces = 4;
-  static constexpr std::size_t kKeptLongPieceBytes = std::size_t{1} << 17;
-  mutable std::mutex kept_long_mutex_;
-  mutable KeptLongPiece kept_long_[kKeptLongPieces];
-  mutable std::size_t kept_long_next_ = 0;  // the way a new one takes (the oldest)
   bool lookup(std::string_view token, uint32_t& id) const;
   // cache: this thread's pair cache (looked up once per word: thread-local access is a call).
   // Defined in cpp/src/merge_lookup.h, which every file that calls it includes (inlined).
