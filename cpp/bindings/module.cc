@@ -349,6 +349,69 @@ void untrack_lists(const nb::args& objects) {
   }
 }
 
+// A new list, untracked (it holds ints: see untrack_lists), of len(before) items, then n,
+// then len(after): before's items or before_pad in each of the first, part's first n items or
+// part_pad (part null), after's items or after_pad (each pad, where not null, in every place).
+// before, after and a part given are lists, part holding n items or more.
+PyObject* joined_list(PyObject* before, PyObject* part, Py_ssize_t n, PyObject* part_pad,
+                      PyObject* after, PyObject* before_pad, PyObject* after_pad) {
+  const Py_ssize_t k = PyList_GET_SIZE(before);
+  const Py_ssize_t m = PyList_GET_SIZE(after);
+  PyObject* list = PyList_New(k + n + m);
+  if (list == nullptr) return nullptr;
+  PyObject** out = reinterpret_cast<PyListObject*>(list)->ob_item;
+  auto put = [&](Py_ssize_t at, PyObject* item) {
+    Py_INCREF(item);
+    out[at] = item;
+  };
+  for (Py_ssize_t i = 0; i < k; ++i) {
+    put(i, before_pad != nullptr ? before_pad : PyList_GET_ITEM(before, i));
+  }
+  for (Py_ssize_t i = 0; i < n; ++i) {
+    put(k + i, part != nullptr ? PyList_GET_ITEM(part, i) : part_pad);
+  }
+  for (Py_ssize_t i = 0; i < m; ++i) {
+    put(k + n + i, after_pad != nullptr ? after_pad : PyList_GET_ITEM(after, i));
+  }
+  PyObject_GC_UnTrack(list);
+  return list;
+}
+
+// A template's single layout, special ids around one input (TemplateProcessing._around_single):
+// the ids, starts, ends and special-tokens mask of before + the input + after, the special
+// tokens spanning (0, 0); four new lists, untracked. Made here in one pass, where five list
+// concatenations and an untracking call took a microsecond of a line's encode.
+nb::tuple lay_out_single(nb::handle before, nb::handle ids, nb::handle starts, nb::handle ends,
+                         nb::handle after) {
+  for (nb::handle h : {before, ids, starts, ends, after}) {
+    if (!PyList_CheckExact(h.ptr())) throw nb::type_error("lay_out_single takes five lists");
+  }
+  const Py_ssize_t n = PyList_GET_SIZE(ids.ptr());
+  if (PyList_GET_SIZE(starts.ptr()) != n || PyList_GET_SIZE(ends.ptr()) != n) {
+    throw nb::value_error("lay_out_single: ids, starts and ends differ in length");
+  }
+  PyObject* zero = PyLong_FromLong(0);
+  PyObject* one = PyLong_FromLong(1);
+  if (zero == nullptr || one == nullptr) {
+    Py_XDECREF(zero);
+    Py_XDECREF(one);
+    throw nb::python_error();
+  }
+  nb::object z = nb::steal(zero);
+  nb::object o = nb::steal(one);
+  PyObject* b = before.ptr();
+  PyObject* a = after.ptr();
+  nb::object lists[4];
+  lists[0] = nb::steal(joined_list(b, ids.ptr(), n, nullptr, a, nullptr, nullptr));
+  lists[1] = nb::steal(joined_list(b, starts.ptr(), n, nullptr, a, zero, zero));
+  lists[2] = nb::steal(joined_list(b, ends.ptr(), n, nullptr, a, zero, zero));
+  lists[3] = nb::steal(joined_list(b, nullptr, n, zero, a, one, one));
+  for (const nb::object& l : lists) {
+    if (!l.is_valid()) throw nb::python_error();
+  }
+  return nb::make_tuple(lists[0], lists[1], lists[2], lists[3]);
+}
+
 // The cyclic collector's automatic runs held off while a batch's id lists are built (with the
 // GIL held throughout): each list allocated counts toward the next run, so a batch of 20,000
 // paragraphs set off dozens, some walking every object the process tracks, for lists that
@@ -1303,6 +1366,10 @@ NB_MODULE(_core, m) {
           "would fall back to merging (the vocabulary does not allow it, or the search gave up).");
 
   m.def("pretokenize", &pretokenize, "pattern"_a, "text"_a);
+  m.def("lay_out_single", &lay_out_single, "before"_a, "ids"_a, "starts"_a, "ends"_a,
+        "after"_a,
+        "(ids, starts, ends, special-tokens mask) of the lists `before` + the input + `after`, "
+        "the special tokens spanning (0, 0); untracked lists.");
   m.def("untrack_lists", &untrack_lists,
         "Takes each list given that holds only ints, strings and None out of the cyclic "
         "collector's sight.");

@@ -208,10 +208,16 @@ class LiteralFinder:
     """
 
     _FEW = 4  # as many strings as str.find looks for faster than one search
+    # As many first characters as `in` looks for faster than one search of the pattern: most
+    # texts hold none of them (Mistral's 770 control tokens all start with "<" or "["), and
+    # the search of a line through its trie took 400 ns of a 7 us encode.
+    _FEW_FIRSTS = 8
 
     def __init__(self, strings: Iterable[str]) -> None:
         self.strings = sorted({s for s in strings if s})
         self.pattern = _literal_pattern(self.strings) if self.strings else None
+        firsts = sorted({s[0] for s in self.strings})
+        self._firsts = firsts if len(firsts) <= self._FEW_FIRSTS else None
 
     def __bool__(self) -> bool:
         return self.pattern is not None
@@ -221,13 +227,27 @@ class LiteralFinder:
         if len(self.strings) <= self._FEW:
             found = [(at, -len(s), s) for s in self.strings if (at := text.find(s)) >= 0]
             return (min(found)[0], min(found)[2]) if found else None
+        if not self._may_be_in(text):
+            return None
         match = self.pattern.search(text) if self.pattern is not None else None
         return (match.start(), match.group()) if match else None
 
     def found_in(self, text: str) -> bool:
         if len(self.strings) <= self._FEW:
             return any(s in text for s in self.strings)
-        return self.pattern is not None and self.pattern.search(text) is not None
+        return self._may_be_in(text) and self.pattern is not None and \
+            self.pattern.search(text) is not None
+
+    def _may_be_in(self, text: str) -> bool:
+        """False where ``text`` holds none of the strings' first characters (when they are
+        few), so none of the strings."""
+        firsts = self._firsts
+        if firsts is None:
+            return True
+        for c in firsts:  # (a loop: any() over a generator cost 380 ns, this 100)
+            if c in text:
+                return True
+        return False
 
 
 def _literal_pattern(strings: list[str]) -> re.Pattern[str]:

@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import KW_ONLY, dataclass
 from typing import Any
 
+from tokenmill import _core
 from tokenmill._registry import field, register
 from tokenmill.encoding import _WHOLE, Encoding, Layout, _word_parts
 from tokenmill.errors import FormatError, InputError
@@ -17,6 +18,9 @@ _SPACES = "Ġ" + WHITE_SPACE
 
 # One template item: ("sequence", "A" | "B", type_id) or ("special", token, type_id).
 Item = tuple[str, str, int]
+# A single template as special ids before $A, special ids after it, and each special id with
+# its name (TemplateProcessing._single_shape).
+_Shape = tuple[list[int], list[int], list[tuple[int, str]]]
 
 
 def _parse_template(template: str | list[str], where: str) -> list[Item]:
@@ -62,6 +66,7 @@ class TemplateProcessing:
         else:
             specials = {tok: [i] for tok, i in special_tokens or []}
         self.special_tokens = specials
+        self._shape_kept: tuple[list[Item], dict[str, list[int]], _Shape | None] | None = None
         for item in self.single + self.pair:
             if item[0] == "special" and item[1] not in specials:
                 raise InputError(f"template uses special token {item[1]!r} but special_tokens "
@@ -140,21 +145,30 @@ class TemplateProcessing:
             if (to_token(i) or "") != name:
                 return None
         k, m, n = len(before), len(after), len(a.ids)
-        starts, ends = a._starts_ends()
-        out = Encoding(before + a.ids + after, None,
-                       ([0] * k + starts + [0] * m, [0] * k + ends + [0] * m),
-                       None, None, [1] * k + [0] * n + [1] * m, id_to_token=to_token,
+        ids, starts, ends, special = _core.lay_out_single(before, a.ids, *a._starts_ends(), after)
+        out = Encoding(ids, None, (starts, ends), None, None, special, id_to_token=to_token,
                        sequence_ranges={0: (k, k + n)})
         if a._words is not None:
             out._words = (k, *_word_parts(a), m)
             out._made_at = a._made_at
-        return out._untracked()
+        return out
 
-    def _single_shape(self) -> tuple[list[int], list[int], list[tuple[int, str]]] | None:
+    def _single_shape(self) -> _Shape | None:
         """The single template as (ids before $A, ids after it, each special id and its
         name), where it is special tokens of type id 0 around one $A of type id 0; else None.
-        (Read afresh each call: the template and its special tokens may be changed in
-        place, and a kept copy went stale.)"""
+        (Kept with copies of the template and its special tokens, and made again when they
+        differ: both may be changed in place, where a shape kept by their identity went
+        stale. The comparison costs half of making it. The lists returned are not to be
+        changed.)"""
+        kept = self._shape_kept
+        if kept is not None and kept[0] == self.single and kept[1] == self.special_tokens:
+            return kept[2]
+        shape = self._make_single_shape()
+        self._shape_kept = ([*self.single],
+                            {name: [*ids] for name, ids in self.special_tokens.items()}, shape)
+        return shape
+
+    def _make_single_shape(self) -> _Shape | None:
         before: list[int] = []
         after: list[int] = []
         names: list[tuple[int, str]] = []

@@ -246,6 +246,16 @@ def test_literal_finder_finds_the_leftmost_then_longest(strings: list[str], text
     assert LiteralFinder(strings).found_in(text) == (first_by_find(strings, text) is not None)
 
 
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.text("abcdefghijk<", min_size=1, max_size=3), min_size=5, max_size=30),
+       st.text("abcdefghijkz<", max_size=30))
+def test_literal_finder_with_few_and_many_first_characters(strings: list[str], text: str) -> None:
+    # (up to eight first characters are each looked for before the pattern's search; with
+    # more, the pattern alone)
+    assert LiteralFinder(strings).first(text) == first_by_find(strings, text)
+    assert LiteralFinder(strings).found_in(text) == (first_by_find(strings, text) is not None)
+
+
 def test_literal_finder_of_strings_nested_deeper_than_its_trie_goes() -> None:
     # "a", "aa", ... nest a group a string; past what the compiler takes, the plain
     # alternation (longest first) finds the same.

@@ -4,6 +4,7 @@ against `tokenizers` on a small byte-level tokenizer, and the file schema."""
 from __future__ import annotations
 
 import doctest
+import gc
 import json
 from typing import Any
 
@@ -11,7 +12,7 @@ import pytest
 import tokenizers
 from tokenizers import processors as hf
 
-from tokenmill import BPE, AddedToken, Tokenizer, _registry, processors
+from tokenmill import BPE, AddedToken, Tokenizer, _core, _registry, processors
 from tokenmill.encoding import Encoding
 from tokenmill.errors import FormatError
 from tokenmill.pre_tokenizers import ByteLevel as ByteLevelPieces
@@ -146,6 +147,20 @@ def test_a_single_input_laid_out_at_once_as_the_walk_lays_it_out(single: str) ->
             e._words, e._ranges = words, ranges
             fast, slow = template.process(e), walk.process(e)
             assert every_field(fast) == every_field(slow), (words, ranges)
+
+
+def test_the_cores_single_layout() -> None:
+    # (TemplateProcessing._around_single's lists: special tokens around the input, spanning
+    # (0, 0), marked in the special-tokens mask; untracked, as the core's id lists are)
+    out = _core.lay_out_single([1], [7, 8], [0, 2], [2, 5], [2, 3])
+    assert out == ([1, 7, 8, 2, 3], [0, 0, 2, 0, 0], [0, 2, 5, 0, 0], [1, 0, 0, 1, 1])
+    assert not any(gc.is_tracked(items) for items in out)
+    assert _core.lay_out_single([], [], [], [], []) == ([], [], [], [])
+    assert _core.lay_out_single([4, 5], [], [], [], []) == ([4, 5], [0, 0], [0, 0], [1, 1])
+    with pytest.raises(TypeError):
+        _core.lay_out_single((1,), [], [], [], [])
+    with pytest.raises(ValueError, match="differ in length"):
+        _core.lay_out_single([], [1], [], [0], [])
 
 
 def test_a_template_changed_in_place_lays_out_as_changed() -> None:
