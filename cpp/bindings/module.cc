@@ -380,9 +380,10 @@ PyObject* joined_list(PyObject* before, PyObject* part, Py_ssize_t n, PyObject* 
 // A template's single layout, special ids around one input (TemplateProcessing._around_single):
 // the ids, starts, ends and special-tokens mask of before + the input + after, the special
 // tokens spanning (0, 0); four new lists, untracked. Made here in one pass, where five list
-// concatenations and an untracking call took a microsecond of a line's encode.
+// concatenations and an untracking call took a microsecond of a line's encode. With
+// one_word, a fifth: the word ids of an input that is one word (None for the special tokens).
 nb::tuple lay_out_single(nb::handle before, nb::handle ids, nb::handle starts, nb::handle ends,
-                         nb::handle after) {
+                         nb::handle after, bool one_word) {
   for (nb::handle h : {before, ids, starts, ends, after}) {
     if (!PyList_CheckExact(h.ptr())) throw nb::type_error("lay_out_single takes five lists");
   }
@@ -409,7 +410,10 @@ nb::tuple lay_out_single(nb::handle before, nb::handle ids, nb::handle starts, n
   for (const nb::object& l : lists) {
     if (!l.is_valid()) throw nb::python_error();
   }
-  return nb::make_tuple(lists[0], lists[1], lists[2], lists[3]);
+  if (!one_word) return nb::make_tuple(lists[0], lists[1], lists[2], lists[3]);
+  nb::object words = nb::steal(joined_list(b, nullptr, n, zero, a, Py_None, Py_None));
+  if (!words.is_valid()) throw nb::python_error();
+  return nb::make_tuple(lists[0], lists[1], lists[2], lists[3], words);
 }
 
 // The cyclic collector's automatic runs held off while a batch's id lists are built (with the
@@ -1367,9 +1371,10 @@ NB_MODULE(_core, m) {
 
   m.def("pretokenize", &pretokenize, "pattern"_a, "text"_a);
   m.def("lay_out_single", &lay_out_single, "before"_a, "ids"_a, "starts"_a, "ends"_a,
-        "after"_a,
+        "after"_a, "one_word"_a = false,
         "(ids, starts, ends, special-tokens mask) of the lists `before` + the input + `after`, "
-        "the special tokens spanning (0, 0); untracked lists.");
+        "the special tokens spanning (0, 0), and with one_word the word ids of an input that "
+        "is one word; untracked lists.");
   m.def("untrack_lists", &untrack_lists,
         "Takes each list given that holds only ints, strings and None out of the cyclic "
         "collector's sight.");

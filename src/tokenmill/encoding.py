@@ -242,6 +242,9 @@ class Encoding:
         ranges = self._ranges
         if ranges is None or isinstance(ranges, str):  # (_WHOLE, or an unpickled copy of it)
             return [0] * n
+        if len(ranges) == 1 and 0 in ranges:  # (one input, laid out: most encodings)
+            a, b = ranges[0]
+            return [None] * a + [0] * (b - a) + [None] * (n - b)
         out: list[int | None] = [None] * n
         for sequence in range(len(ranges) or 1):
             a, b = self._range(sequence)

@@ -7,7 +7,7 @@ from typing import Any
 
 from tokenmill import _core
 from tokenmill._registry import field, register
-from tokenmill.encoding import _WHOLE, Encoding, Layout, _word_parts
+from tokenmill.encoding import _WHOLE, ONE_WORD, Encoding, Layout, _word_parts
 from tokenmill.errors import FormatError, InputError
 from tokenmill.normalizers import WHITE_SPACE
 from tokenmill.pre_tokenizers import ByteLevelFields
@@ -145,10 +145,13 @@ class TemplateProcessing:
             if (to_token(i) or "") != name:
                 return None
         k, m, n = len(before), len(after), len(a.ids)
-        ids, starts, ends, special = _core.lay_out_single(before, a.ids, *a._starts_ends(), after)
-        out = Encoding(ids, None, (starts, ends), None, None, special, id_to_token=to_token,
-                       sequence_ranges={0: (k, k + n)})
-        if a._words is not None:
+        one_word = a._words is ONE_WORD
+        laid = _core.lay_out_single(before, a.ids, *a._starts_ends(), after, one_word)
+        out = Encoding(laid[0], None, (laid[1], laid[2]), None, None, laid[3],
+                       id_to_token=to_token, sequence_ranges={0: (k, k + n)})
+        if one_word:  # (its words made at once: a list of n zeros is made either way)
+            out._words = laid[4]
+        elif a._words is not None:
             out._words = (k, *_word_parts(a), m)
             out._made_at = a._made_at
         return out

@@ -157,6 +157,8 @@ def test_the_cores_single_layout() -> None:
     assert not any(gc.is_tracked(items) for items in out)
     assert _core.lay_out_single([], [], [], [], []) == ([], [], [], [])
     assert _core.lay_out_single([4, 5], [], [], [], []) == ([4, 5], [0, 0], [0, 0], [1, 1])
+    words = _core.lay_out_single([1], [7, 8], [0, 2], [2, 5], [2, 3], True)[4]
+    assert words == [None, 0, 0, None, None] and not gc.is_tracked(words)
     with pytest.raises(TypeError):
         _core.lay_out_single((1,), [], [], [], [])
     with pytest.raises(ValueError, match="differ in length"):
