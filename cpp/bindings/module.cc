@@ -359,6 +359,14 @@ PyObject* joined_list(PyObject* before, PyObject* part, Py_ssize_t n, PyObject* 
   const Py_ssize_t m = PyList_GET_SIZE(after);
   PyObject* list = PyList_New(k + n + m);
   if (list == nullptr) return nullptr;
+  // (The allocation may run the collector, and a finalizer could in principle change a list:
+  // the sizes are read again, with nothing yet written.)
+  if (PyList_GET_SIZE(before) != k || PyList_GET_SIZE(after) != m ||
+      (part != nullptr && PyList_GET_SIZE(part) < n)) {
+    Py_DECREF(list);
+    PyErr_SetString(PyExc_RuntimeError, "lay_out_single: a list changed size while in use");
+    return nullptr;
+  }
   PyObject** out = reinterpret_cast<PyListObject*>(list)->ob_item;
   auto put = [&](Py_ssize_t at, PyObject* item) {
     Py_INCREF(item);

@@ -391,7 +391,19 @@ thread_local uint64_t long_piece_text = 0;  // this thread's text number
 }
 }  // namespace
 
-void start_long_piece_text() { ++long_piece_text; }
+LongPieceText::LongPieceText(bool on) : on_(on) {
+  if (on_) ++long_piece_text;
+}
+
+LongPieceText::~LongPieceText() {
+  if (!on_) return;
+  ++long_piece_text;  // (what is kept is not for the next text)
+  KeptLongPieces& kept = kept_long_pieces();
+  for (std::size_t w = 0; w < KeptLongPieces::kKept; ++w) {
+    std::string().swap(kept.bytes[w]);
+    std::vector<uint32_t>().swap(kept.ids[w]);
+  }
+}
 
 bool BPEModel::cut_long_piece(const Backtrack& bt, std::string_view piece,
                               std::vector<uint32_t>& ids, PairCacheEntry* cache) const {

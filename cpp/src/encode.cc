@@ -429,9 +429,9 @@ namespace {
 
 void encode_text(const BPEModel& model, SplitPattern pattern, std::string_view text,
                  bool with_offsets, Encoded& out) {
-  // (Only a text that may hold a long piece starts a new one for them: a thread-local's reach
-  // in this library is a call, which short texts, most of a batch, are spared.)
-  if (text.size() >= backtrack_threshold()) start_long_piece_text();
+  // (Only a text that may hold a long piece keeps them: a thread-local's reach in this library
+  // is a call, which short texts, most of a batch, are spared.)
+  const LongPieceText long_pieces(text.size() >= backtrack_threshold());
   // Pieces are found a batch at a time and handed to the model together (encode_pieces); a
   // piece long enough to be cut by backtracking gives its ids straight to out.ids.
   constexpr std::size_t kBatch = BPEModel::kPieceBatch;

@@ -172,7 +172,7 @@ class Encoding:
             words = [0] * len(self.ids)
         elif isinstance(words, (str, tuple)):
             words = _made_words(words, _tokenizer_of(self._id_to_token, words), self._made_at,
-                                len(self.ids), self.ids)
+                                len(self.ids))
         else:
             words = cast("Callable[[], list[int | None]]", words)()
         self._words = words
@@ -762,40 +762,18 @@ def _tokenizer_of(to_token: Callable[[int], str | None] | None, words: Words) ->
     return tokenizer
 
 
-def _made_words(source: Words, tokenizer: Any, made_at: int, count: int | None,
-                ids: list[int] | None = None) -> list[int | None]:
+def _made_words(source: Words, tokenizer: Any, made_at: int,
+                count: int | None) -> list[int | None]:
     """The words ``source`` stands for (see Words): a text's by ``tokenizer``, which must be
-    as it was (its _generation ``made_at``) when it encoded the text; ``count`` of them. With
-    ``ids``, the encoding's: where one text's tokens are all of it but counted ints and lists,
-    they are that text's ids, which the tokenizer may read its words from."""
-    parts = source if type(source) is tuple else (source,)
-    text_ids = None
-    if ids is not None:
-        # (loops, not generators: these are a line's word ids, asked for line after line)
-        texts = 0
-        before = after = 0
-        for part in parts:
-            kind = type(part)
-            size = part if kind is int else len(part) if kind is list else -1
-            if kind is str:
-                texts += 1
-            elif size < 0:
-                texts = 2  # (words made by a function: their count is not known here)
-                break
-            elif texts:
-                after += size
-            else:
-                before += size
-        if texts == 1 and before + after <= len(ids):
-            text_ids = ids[before:len(ids) - after]
+    as it was (its _generation ``made_at``) when it encoded the text; ``count`` of them."""
     words: list[int | None] = []
-    for part in parts:
+    for part in source if type(source) is tuple else (source,):
         if isinstance(part, int):
             words += [None] * part
         elif isinstance(part, list):
             words += part
         elif isinstance(part, str):
-            words += tokenizer._word_ids_of(part, tokenizer._added, None, made_at, text_ids)
+            words += tokenizer._word_ids_of(part, tokenizer._added, None, made_at)
         else:
             words += cast("Callable[[], list[int | None]]", part)()
     if count is not None and len(words) != count:

@@ -66,7 +66,6 @@ class TemplateProcessing:
         else:
             specials = {tok: [i] for tok, i in special_tokens or []}
         self.special_tokens = specials
-        self._shape_kept: tuple[list[Item], dict[str, list[int]], _Shape | None] | None = None
         for item in self.single + self.pair:
             if item[0] == "special" and item[1] not in specials:
                 raise InputError(f"template uses special token {item[1]!r} but special_tokens "
@@ -96,6 +95,10 @@ class TemplateProcessing:
         this class's own)."""
         return type(self).process is TemplateProcessing.process and \
             [item for item in self.single if item[0] == "sequence"] == [("sequence", "A", 0)]
+
+    # _single_shape's, with the template and special tokens it was made from (also where a
+    # subclass's own __init__, or an older pickle, never set it)
+    _shape_kept: tuple[list[Item], dict[str, list[int]], _Shape | None] | None = None
 
     # Whether the inputs keep the marks they hold (of the inputs their tokens are of) beside
     # the template's: tokenizers' template adds its own to theirs, its BERT and RoBERTa
@@ -144,9 +147,12 @@ class TemplateProcessing:
         for i, name in names:  # (its tokens then stay unmade: the id -> token function names them)
             if (to_token(i) or "") != name:
                 return None
+        starts, ends = a._starts_ends()
+        if type(a.ids) is not list or type(starts) is not list or type(ends) is not list:
+            return None  # (the core's layout takes lists alone)
         k, m, n = len(before), len(after), len(a.ids)
         one_word = a._words is ONE_WORD
-        laid = _core.lay_out_single(before, a.ids, *a._starts_ends(), after, one_word)
+        laid = _core.lay_out_single(before, a.ids, starts, ends, after, one_word)
         out = Encoding(laid[0], None, (laid[1], laid[2]), None, None, laid[3],
                        id_to_token=to_token, sequence_ranges={0: (k, k + n)})
         if one_word:  # (its words made at once: a list of n zeros is made either way)

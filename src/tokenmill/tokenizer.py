@@ -334,19 +334,17 @@ class Tokenizer:
 
     def _word_ids_of(self, text: str, vocab: AddedVocabulary,
                      dropout: tuple[float, int] | None,
-                     made_at: int | None = None,
-                     ids: list[int] | None = None) -> list[int | None]:
+                     made_at: int | None = None) -> list[int | None]:
         """The word of each token _encode_text gives ``text``: the pipeline run again, each
         added token met in the text one word and each pre-token one (tokenizers' word ids).
         The core's paths give the ids this path gives, so the lengths agree. ``made_at``: the
-        _generation the text was encoded at, if the tokenizer must still be as it was then;
-        ``ids``, if given, the ids it was encoded to (which BERT's words are read from)."""
+        _generation the text was encoded at, if the tokenizer must still be as it was then."""
         if made_at is not None and made_at != self._generation:
             raise InputError("the tokenizer changed (its model, normalizer, pre-tokenizer or "
                              "added tokens) since it encoded this text, so the text's word ids "
                              "cannot be made: encode it again")
         if dropout is None:
-            fast = self._native_word_ids(text, vocab, ids)
+            fast = self._native_word_ids(text, vocab)
             if fast is not None:
                 return fast
         words: list[int | None] = []
@@ -368,8 +366,7 @@ class Tokenizer:
             word += len(pieces)
         return words
 
-    def _native_word_ids(self, text: str, vocab: AddedVocabulary,
-                         ids: list[int] | None = None) -> list[int | None] | None:
+    def _native_word_ids(self, text: str, vocab: AddedVocabulary) -> list[int | None] | None:
         """_word_ids_of where the core encodes the pipeline (None elsewhere), without its
         Python objects, which took 5-35 times as long as the encoding (the pre-tokenizer's
         pieces as NormalizedStrings, BERT's normalizer a character at a time):
@@ -377,8 +374,7 @@ class Tokenizer:
           stretch of text, and each token's piece by where it starts;
         - BERT's pipeline: WordPiece begins each word with a token that has no "##", and
           gives that prefix to every other token of the word (a word it cannot spell is one
-          unknown token); read from ``ids``, the text's own, where it holds no added token
-          (else from the text encoded again);
+          unknown token);
         - SentencePiece's (unsplit): each stretch of text between added tokens is one
           pre-token, if its normalized text is not empty."""
         native = self.native_plan()
@@ -393,10 +389,6 @@ class Tokenizer:
             return cast(list, _core.encode_word_ids(native[0], native[1], text, 0)[0])
         if bert_plan is not None:
             begins = self._word_starts()
-            if ids is not None and len(cut) == 1 and cut[0][0] is None:
-                from_ids: list[int | None] = list(
-                    accumulate(map(begins.__getitem__, ids), initial=-1))
-                return from_ids[1:]
             encoded = iter(_core.bert_encode_batch(
                 *bert_plan, [text[a:b] for token, a, b in cut if token is None], 1, False))
         words: list[int | None] = []

@@ -41,7 +41,7 @@ def python_path(tok: Tokenizer, text: str, plain: bool = False
 
 def python_words(tok: Tokenizer, text: str) -> list[int | None]:
     """The word ids the Python pipeline gives ``text`` (special tokens matched)."""
-    tok.__dict__["_native_word_ids"] = lambda text, vocab, ids=None: None
+    tok.__dict__["_native_word_ids"] = lambda text, vocab: None
     try:
         return tok._word_ids_of(text, tok._added, None)
     finally:

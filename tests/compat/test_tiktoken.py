@@ -132,7 +132,7 @@ def test_long_pieces_among_short_ones_with_and_without_the_caches(shared_data, e
 def test_long_pieces_met_again(shared_data, encodings, pairs, name):
     # A thread keeps the ids of the last four long pieces it cut in the text it encodes (up to
     # 128 KiB each), found again by their bytes: a piece of the same length that differs only
-    # in its last byte or its first, one that is a prefix of another, six pieces in turn (each
+    # in its last byte or its first, one that is a prefix of another, eight pieces in turn (each
     # way written over while others are read), from lists and from encodings with offsets, and
     # texts encoded on two threads.
     from tokenmill import _core

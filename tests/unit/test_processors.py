@@ -165,6 +165,30 @@ def test_the_cores_single_layout() -> None:
         _core.lay_out_single([], [1], [], [0], [])
 
 
+def test_the_short_layout_for_a_subclass_of_its_own_and_ids_not_in_a_list() -> None:
+    # (a subclass that sets the fields in its own __init__ has no kept shape; ids held in a
+    # list's subclass take the walk over the parts, the core's layout taking lists alone)
+    base = TemplateProcessing(single="<s> $A", special_tokens=[("<s>", 1)])
+
+    class Own(TemplateProcessing):
+        def __init__(self) -> None:  # noqa: D107 (sets the fields itself, as old code may)
+            self.single, self.pair = base.single, base.pair
+            self.special_tokens = base.special_tokens
+
+    class Ids(list):  # type: ignore[type-arg]
+        pass
+
+    def to_token(i: int) -> str | None:
+        return {1: "<s>", 7: "a", 8: "b"}.get(i)
+
+    for ids in ([7, 8], Ids([7, 8])):
+        e = Encoding(ids, offsets=([0, 1], [1, 2]), id_to_token=to_token)
+        for template in (base, Own()):
+            out = template.process(e)
+            assert (out.ids, out.offsets, out.special_tokens_mask) == \
+                ([1, 7, 8], [(0, 0), (0, 1), (1, 2)], [1, 0, 0])
+
+
 def test_a_template_changed_in_place_lays_out_as_changed() -> None:
     # (the short layout reads the template each call: a copy kept by identity went stale)
     tok = byte_level_tokenizer(False, None)

@@ -138,10 +138,22 @@ bool merges_build_up(const std::vector<Merge>& merges);
 // (every model; 32768 unless changed). Returns the previous value.
 std::size_t set_backtrack_bytes(std::size_t bytes);
 std::size_t backtrack_threshold();
-// Tells this thread that a new text starts: the long pieces it cut in the texts before are not
-// looked for again (BPEModel::cut_long_piece). So a text costs what its own length and
-// repeats cost, whatever was encoded before it.
-void start_long_piece_text();
+// While one that is on lives, the long pieces this thread cuts are kept for the text it
+// encodes (BPEModel::cut_long_piece): encode_text makes one for a text that may hold such a
+// piece. Its start forgets the pieces of the texts before, so a text costs what its own length
+// and repeats cost; its end gives back their memory. (Words handed to a model one at a time,
+// outside a text, share the pieces kept on their thread from call to call: at most 4 * (128
+// KiB + 512 KiB) a thread.)
+class LongPieceText {
+ public:
+  explicit LongPieceText(bool on);
+  ~LongPieceText();
+  LongPieceText(const LongPieceText&) = delete;
+  LongPieceText& operator=(const LongPieceText&) = delete;
+
+ private:
+  bool on_;
+};
 // Words of at least this many symbols are merged by the bucket walk (bpe_long.cc), the
 // shorter ones by a scan or a heap (every model; 32768 unless changed, which tests do).
 // Returns the previous value.
@@ -341,7 +353,7 @@ class BPEModel {
   mutable std::once_flag backtrack_once_;
   mutable std::shared_ptr<const Backtrack> backtrack_;
   // encode_backtrack through the long pieces this thread has cut in the text it encodes (see
-  // start_long_piece_text): a text of records, or a blob pasted twice into one document,
+  // LongPieceText): a text of records, or a blob pasted twice into one document,
   // meets a long piece again, and takes its ids from there (a compare and a copy) instead of
   // cutting it again. Used by the encoders; encode_backtrack_ids, which tests hold to the
   // merges, cuts every time.
