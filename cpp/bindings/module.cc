@@ -399,15 +399,10 @@ nb::tuple lay_out_single(nb::handle before, nb::handle ids, nb::handle starts, n
   if (PyList_GET_SIZE(starts.ptr()) != n || PyList_GET_SIZE(ends.ptr()) != n) {
     throw nb::value_error("lay_out_single: ids, starts and ends differ in length");
   }
-  PyObject* zero = PyLong_FromLong(0);
-  PyObject* one = PyLong_FromLong(1);
-  if (zero == nullptr || one == nullptr) {
-    Py_XDECREF(zero);
-    Py_XDECREF(one);
-    throw nb::python_error();
-  }
-  nb::object z = nb::steal(zero);
-  nb::object o = nb::steal(one);
+  const nb::int_ zero_int(0);
+  const nb::int_ one_int(1);
+  PyObject* const zero = zero_int.ptr();
+  PyObject* const one = one_int.ptr();
   PyObject* b = before.ptr();
   PyObject* a = after.ptr();
   nb::object lists[4];

@@ -378,27 +378,24 @@ namespace {
 struct KeptLongPieces {
   static constexpr std::size_t kKept = 4;
   static constexpr std::size_t kKeptBytes = std::size_t{1} << 17;
-  uint64_t model = 0;  // the serial of the model that cut them
-  uint64_t text = 0;   // the number of the text they were cut in
+  uint64_t model = 0;  // the serial of the model that cut them (0: none kept)
   std::string bytes[kKept];
   std::vector<uint32_t> ids[kKept];
   std::size_t next = 0;  // the way a new one takes (the oldest)
 };
-thread_local uint64_t long_piece_text = 0;  // this thread's text number
 [[gnu::noinline]] KeptLongPieces& kept_long_pieces() {
   thread_local KeptLongPieces kept;
   return kept;
 }
 }  // namespace
 
-LongPieceText::LongPieceText(bool on) : on_(on) {
-  if (on_) ++long_piece_text;
-}
+LongPieceText::LongPieceText(bool on) : on_(on) {}
 
 LongPieceText::~LongPieceText() {
   if (!on_) return;
-  ++long_piece_text;  // (what is kept is not for the next text)
+  // (what is kept is not for the next text, and its memory goes back)
   KeptLongPieces& kept = kept_long_pieces();
+  kept.model = 0;
   for (std::size_t w = 0; w < KeptLongPieces::kKept; ++w) {
     std::string().swap(kept.bytes[w]);
     std::vector<uint32_t>().swap(kept.ids[w]);
@@ -414,13 +411,12 @@ bool BPEModel::cut_long_piece(const Backtrack& bt, std::string_view piece,
   KeptLongPieces* kept = nullptr;
   if (keep) {
     kept = &kept_long_pieces();
-    if (kept->model != serial_ || kept->text != long_piece_text) {
+    if (kept->model != serial_) {  // (another model's pieces, or none)
       for (std::size_t w = 0; w < KeptLongPieces::kKept; ++w) {
         kept->bytes[w].clear();
         kept->ids[w].clear();
       }
       kept->model = serial_;
-      kept->text = long_piece_text;
     }
     for (std::size_t w = 0; w < KeptLongPieces::kKept; ++w) {
       if (kept->bytes[w].size() == piece.size() && !kept->ids[w].empty() &&

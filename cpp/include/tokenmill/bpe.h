@@ -138,12 +138,11 @@ bool merges_build_up(const std::vector<Merge>& merges);
 // (every model; 32768 unless changed). Returns the previous value.
 std::size_t set_backtrack_bytes(std::size_t bytes);
 std::size_t backtrack_threshold();
-// While one that is on lives, the long pieces this thread cuts are kept for the text it
-// encodes (BPEModel::cut_long_piece): encode_text makes one for a text that may hold such a
-// piece. Its start forgets the pieces of the texts before, so a text costs what its own length
-// and repeats cost; its end gives back their memory. (Words handed to a model one at a time,
-// outside a text, share the pieces kept on their thread from call to call: at most 4 * (128
-// KiB + 512 KiB) a thread.)
+// The long pieces this thread cuts are kept for the text it encodes (BPEModel::cut_long_piece);
+// encode_text makes one of these, on for a text that may hold such a piece, and its end
+// forgets them and gives back their memory, so a text costs what its own length and repeats
+// cost. (Words handed to a model one at a time, outside a text, share the pieces kept on their
+// thread from call to call: at most 4 * (128 KiB + 512 KiB) a thread.)
 class LongPieceText {
  public:
   explicit LongPieceText(bool on);
