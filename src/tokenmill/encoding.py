@@ -3,6 +3,7 @@ truncation and padding."""
 
 from __future__ import annotations
 
+import operator
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Literal, cast
@@ -252,8 +253,10 @@ class Encoding:
         return out
 
     def token_to_sequence(self, token_index: int) -> int | None:
-        """The input token ``token_index`` comes from (None: a token added around them)."""
-        if token_index < 0 or token_index > len(self.ids):
+        """The input token ``token_index`` comes from (None: a token added around them).
+        As in tokenizers, one past the last token of an encoding with no input marked is of
+        input 0."""
+        if _position(token_index, "token_index") > len(self.ids):
             return None
         ranges = self._sequence_ranges()
         if not ranges:
@@ -274,7 +277,8 @@ class Encoding:
 
     def word_to_tokens(self, word_index: int, sequence_index: int = 0) -> tuple[int, int] | None:
         """The tokens ``[start, end)`` of word ``word_index`` of input ``sequence_index``."""
-        a, b = self._range(sequence_index)
+        word_index = _position(word_index, "word_index")
+        a, b = self._range(_position(sequence_index, "sequence_index"))
         words = self.word_ids
         start = end = None
         for i in range(a, b):
@@ -298,7 +302,8 @@ class Encoding:
     def char_to_token(self, char_pos: int, sequence_index: int = 0) -> int | None:
         """The first token of input ``sequence_index`` that covers its character
         ``char_pos``."""
-        a, b = self._range(sequence_index)
+        char_pos = _position(char_pos, "char_pos")
+        a, b = self._range(_position(sequence_index, "sequence_index"))
         offsets = self.offsets
         return next((i for i in range(a, b) if offsets[i][0] <= char_pos < offsets[i][1]), None)
 
@@ -312,7 +317,7 @@ class Encoding:
             return NotImplemented
         return all(getattr(self, f) == getattr(other, f) for f in
                    ("ids", "tokens", "offsets", "type_ids", "attention_mask",
-                    "special_tokens_mask", "overflowing"))
+                    "special_tokens_mask", "overflowing", "word_ids", "sequence_ids"))
 
     __hash__ = None  # type: ignore[assignment]
 
@@ -814,6 +819,16 @@ class _WordSlice:
 
     def __call__(self) -> list[int | None]:
         return self.whole()[self.start:self.stop]
+
+
+def _position(value: object, name: str) -> int:
+    """An index asked about (a token's, a word's, a character's, an input's): an int, not
+    negative. As tokenizers' (which reads it as unsigned): TypeError for a float, and
+    OverflowError for a negative one, where the end would be counted back from."""
+    index = operator.index(value)  # type: ignore[arg-type]
+    if index < 0:
+        raise OverflowError(f"{name} must not be negative, got {index}")
+    return index
 
 
 def _check_int(option: str, name: str, value: object, least: int) -> None:
