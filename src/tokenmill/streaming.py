@@ -66,6 +66,21 @@ class DecodeStream:
         self._before: str | None = None  # the text of ids[prefix:read], once decoded
         self._configure()
 
+    def __getstate__(self) -> dict[str, Any]:
+        """Pickled as its tokenizer (which pickles as its tokenizer.json), its option and
+        where it is: the bytes of a character still cut, and the ids not yet settled with
+        those kept as context. What it reads from the tokenizer is made again on loading."""
+        return {"tokenizer": self._tok, "skip_special_tokens": self._skip,
+                "cut_bytes": self._utf8.getstate(), "ids": list(self._ids),
+                "prefix": self._prefix, "read": self._read}
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        self.__init__(state["tokenizer"],  # type: ignore[misc]
+                      skip_special_tokens=state["skip_special_tokens"])
+        self._utf8.setstate(state["cut_bytes"])
+        self._ids = list(state["ids"])
+        self._prefix, self._read = state["prefix"], state["read"]
+
     def _configure(self) -> None:
         """What the stream reads from the tokenizer's model, decoder and added tokens, made
         again whenever one of them changes (a decoder set, tokens added) between ids."""

@@ -5,6 +5,8 @@ of times."""
 
 from __future__ import annotations
 
+import pickle
+
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -45,12 +47,16 @@ def toks(shared_data):
     return out
 
 
-def streamed(tok: Tokenizer, ops: list[list[int] | None], skip: bool) -> str:
+def streamed(tok: Tokenizer, ops: list[list[int] | None], skip: bool,
+             pickled_at: int | None = None) -> str:
     """The text a stream releases for ``ops``: chunks of ids fed (a chunk of one by step),
-    None a flush; a flush at the end."""
+    None a flush; a flush at the end. Before op ``pickled_at`` the stream is pickled, and
+    its copy goes on."""
     stream = tok.decode_stream(skip_special_tokens=skip)
     out: list[str] = []
-    for op in ops:
+    for k, op in enumerate(ops):
+        if k == pickled_at:
+            stream = pickle.loads(pickle.dumps(stream))
         if op is None:
             out.append(stream.flush() or "")
         elif len(op) == 1:
@@ -83,6 +89,37 @@ def test_a_stream_adds_up_to_decode(toks, name, data):
     ops = data.draw(st.lists(st.one_of(chunk, chunk, chunk, st.none()), max_size=12))
     skip = data.draw(st.booleans())
     assert streamed(tok, ops, skip) == decoded(tok, ops, skip)
+
+
+@settings(max_examples=8, deadline=None)
+@given(st.data())
+@pytest.mark.parametrize("name", list(FILES))
+def test_a_pickled_stream_goes_on_as_the_original(toks, name, data):
+    # (a server that hands a stream to another worker, mid-text)
+    tok, pool = toks[name]
+    chunk = st.lists(st.sampled_from(pool), min_size=1, max_size=6)
+    ops = data.draw(st.lists(st.one_of(chunk, chunk, chunk, st.none()), min_size=1,
+                             max_size=12))
+    skip = data.draw(st.booleans())
+    at = data.draw(st.integers(0, len(ops) - 1))
+    assert streamed(tok, ops, skip, pickled_at=at) == decoded(tok, ops, skip)
+
+
+def test_a_pickled_stream_keeps_a_cut_character_and_its_window(toks):
+    tok, _ = toks["gpt2"]  # (23877 and 229 are the bytes of "文")
+    stream = tok.decode_stream()
+    assert stream.step(23877) is None
+    again = pickle.loads(pickle.dumps(stream))
+    assert again.step(229) == "文" and stream.step(229) == "文"
+    tok, _ = toks["mistral.json"]
+    ids = tok.encode("Hello world, naïve 日本語", add_special_tokens=False).ids
+    zhong = [tok.token_to_id(f"<0x{b:02X}>") for b in (0xE4, 0xB8, 0xAD)]
+    stream = tok.decode_stream()
+    head = "".join(stream.feed([*ids, *zhong[:2]]))
+    again = pickle.loads(pickle.dumps(stream))
+    assert again._ids == stream._ids and again._tok is not tok
+    rest = "".join(again.feed([zhong[2], *ids])) + (again.flush() or "")
+    assert head + rest == tok.decode([*ids, *zhong, *ids])
 
 
 def test_a_byte_run_is_released_once_it_ends(toks):
