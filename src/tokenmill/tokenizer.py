@@ -944,8 +944,15 @@ class Tokenizer:
         return _unpickled, (self.to_str(), self.special_tokens_in_text)
 
     def fingerprint(self) -> str:
-        """sha256 of the canonical content: equal fingerprints, equal behaviour."""
-        canonical = json.dumps(self.to_dict(), ensure_ascii=False, sort_keys=True,
+        """sha256 of the canonical content: equal fingerprints, equal behaviour. The content
+        is the tokenizer.json, and ``special_tokens_in_text`` where it is "error" (a .model
+        or a tiktoken encoding refuses a special token's text that its tokenizer.json export
+        would match); where it is "match", as in every Hugging Face file, it is left out, so
+        that those fingerprints are the file's alone."""
+        content = self.to_dict()
+        if self.special_tokens_in_text != "match":
+            content = {**content, "special_tokens_in_text": self.special_tokens_in_text}
+        canonical = json.dumps(content, ensure_ascii=False, sort_keys=True,
                                separators=(",", ":"))
         return hashlib.sha256(canonical.encode("utf-8")).hexdigest()
 

@@ -145,6 +145,22 @@ def test_save_load_round_trip_and_fingerprint(tmp_path):
     assert other.fingerprint() != Tokenizer(BPE(VOCAB, MERGES)).fingerprint()
 
 
+def test_fingerprint_tells_apart_a_tokenizer_that_refuses_special_tokens_in_text():
+    # A .model or tiktoken encoding refuses "<s>" in text; its tokenizer.json export matches
+    # it: the same file, different ids, so different fingerprints. A Hugging Face file's
+    # fingerprint ("match") is its content's alone, as before.
+    tok = make()
+    tok.add_special_tokens(["<s>"])
+    matching = tok.fingerprint()
+    assert matching == Tokenizer.from_str(tok.to_str()).fingerprint()
+    tok.special_tokens_in_text = "error"
+    with pytest.raises(InputError):
+        tok.encode("hi<s>")
+    assert tok.fingerprint() != matching
+    tok.special_tokens_in_text = "match"
+    assert tok.fingerprint() == matching
+
+
 def test_encoding_concat_and_pad_keep_masks():
     a = Encoding([1], ["a"], [(0, 1)])
     padded = a.padded(3, pad_id=0, pad_token="<pad>")
