@@ -141,20 +141,25 @@ def load_manifest(output_dir: str | os.PathLike[str], *,
     return manifest, arrays
 
 
-def encode_shard(tokenizer_json: str, job: ShardJob) -> Any:
+def encode_shard(tokenizer_json: str, job: ShardJob,
+                 special_tokens_in_text: str = "match") -> Any:
     """What a Dask worker runs: rebuild the tokenizer (once per worker) and encode one shard.
     Bad input comes back as a value, so Dask does not retry what fails the same way again."""
     try:
-        return "ok", _encode(_tokenizer(tokenizer_json), job)
+        return "ok", _encode(_tokenizer(tokenizer_json, special_tokens_in_text), job)
     except TokenmillError as e:
         return "error", e
 
 
 @lru_cache(maxsize=2)
-def _tokenizer(tokenizer_json: str) -> Any:
+def _tokenizer(tokenizer_json: str, special_tokens_in_text: str = "match") -> Any:
+    """The tokenizer a tokenizer.json and the one setting it has no field for make (a
+    tiktoken encoding's "error": part of its fingerprint)."""
     from tokenmill.tokenizer import Tokenizer
 
-    return Tokenizer.from_dict(json.loads(tokenizer_json), "tokenizer")
+    tok = Tokenizer.from_dict(json.loads(tokenizer_json), "tokenizer")
+    tok.special_tokens_in_text = special_tokens_in_text
+    return tok
 
 
 def _encode(tok: Tokenizer, job: ShardJob) -> TokenFileInfo:
@@ -190,14 +195,16 @@ def _on_dask(tok: Tokenizer, fingerprint: str, jobs: dict[int, ShardJob], client
     from tokenmill.distributed import connect, task_result
 
     tokenizer_json = json.dumps(tok.to_dict(), ensure_ascii=False)
-    rebuilt = _tokenizer(tokenizer_json)
+    setting = tok.special_tokens_in_text
+    rebuilt = _tokenizer(tokenizer_json, setting)
     if rebuilt.fingerprint() != fingerprint:
         raise InputError("this tokenizer does not survive its own tokenizer.json, so the "
                          "workers could not rebuild it; encode with engine='local'")
     done: dict[int, TokenFileInfo] = {}
     with connect(client, scheduler, timeout) as dask_client:
         [shared] = dask_client.scatter([tokenizer_json], broadcast=True, hash=False)
-        futures = {dask_client.submit(encode_shard, shared, job, retries=1, pure=False): i
+        futures = {dask_client.submit(encode_shard, shared, job, setting, retries=1,
+                                      pure=False): i
                    for i, job in jobs.items()}
         try:
             for future in as_completed(list(futures), loop=dask_client.loop):
