@@ -19,7 +19,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass
 from functools import lru_cache
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Literal
 
 from tokenmill._args import checked_threads
 from tokenmill._io import atomic_write_text
@@ -32,6 +32,7 @@ if TYPE_CHECKING:
     from tokenmill.tokenizer import Tokenizer
 
 MANIFEST = "manifest.json"
+SpecialTokensInText = Literal["match", "error"]  # (Tokenizer.special_tokens_in_text)
 
 
 @dataclass(frozen=True)
@@ -142,7 +143,7 @@ def load_manifest(output_dir: str | os.PathLike[str], *,
 
 
 def encode_shard(tokenizer_json: str, job: ShardJob,
-                 special_tokens_in_text: str = "match") -> Any:
+                 special_tokens_in_text: SpecialTokensInText = "match") -> Any:
     """What a Dask worker runs: rebuild the tokenizer (once per worker) and encode one shard.
     Bad input comes back as a value, so Dask does not retry what fails the same way again."""
     try:
@@ -152,7 +153,8 @@ def encode_shard(tokenizer_json: str, job: ShardJob,
 
 
 @lru_cache(maxsize=2)
-def _tokenizer(tokenizer_json: str, special_tokens_in_text: str = "match") -> Any:
+def _tokenizer(tokenizer_json: str,
+               special_tokens_in_text: SpecialTokensInText = "match") -> Any:
     """The tokenizer a tokenizer.json and the one setting it has no field for make (a
     tiktoken encoding's "error": part of its fingerprint)."""
     from tokenmill.tokenizer import Tokenizer
