@@ -1261,6 +1261,39 @@ nb::list bert_encode_batch(const tokenmill::WordPieceModel& model,
   return nb::borrow<nb::list>(out);
 }
 
+// The word of each token BERT's pipeline gives `text`: a token that `begins` marks (one without
+// the continuing prefix) starts the next word, the first of them word `base`; and the word after
+// the last. Encoding.word_ids of a WordPiece encoding, without a Python step a token.
+nb::tuple bert_word_ids(const tokenmill::WordPieceModel& model,
+                        const tokenmill::BertPipeline& pipeline, const std::string& text,
+                        nb::bytes begins, uint32_t base) {
+  const auto* flags = static_cast<const unsigned char*>(begins.data());
+  const std::size_t known = begins.size();
+  std::vector<uint32_t> words;
+  uint32_t word = base;
+  {
+    nb::gil_scoped_release release;
+    std::vector<tokenmill::Encoded> results =
+        pipeline.encode_texts(model, std::vector<std::string>{text}, 1);
+    const std::vector<uint32_t>& ids = results.front().ids;
+    words.resize(ids.size());
+    for (std::size_t t = 0; t < ids.size(); ++t) {
+      // (an id the table does not know begins a word: the model's ids all have a flag)
+      const bool starts = ids[t] >= known || flags[ids[t]] != 0;
+      if (starts && t > 0) {
+        if (word == UINT32_MAX) throw tokenmill::Error("too many words");
+        ++word;
+      }
+      words[t] = word;
+    }
+    if (!ids.empty()) {
+      if (word == UINT32_MAX) throw tokenmill::Error("too many words");
+      ++word;
+    }
+  }
+  return nb::make_tuple(id_list(words), word);
+}
+
 }  // namespace
 
 NB_MODULE(_core, m) {
@@ -1548,6 +1581,8 @@ NB_MODULE(_core, m) {
                     const std::vector<std::pair<uint32_t, uint32_t>>&,
                     const std::vector<uint32_t>&, const std::vector<uint32_t>&>(),
            "changed"_a, "cjk"_a, "punctuation"_a, "spaces"_a);
+  m.def("bert_word_ids", &bert_word_ids, "model"_a, "pipeline"_a, "text"_a, "begins"_a,
+        "base"_a);
   m.def("bert_encode_batch", &bert_encode_batch, "model"_a, "pipeline"_a, "texts"_a,
         "threads"_a, "with_offsets"_a);
   // ---- end WordPiece -----------------------------------------------------------------------------

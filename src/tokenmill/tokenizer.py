@@ -13,7 +13,7 @@ from collections import Counter
 from collections.abc import Iterable, Iterator, Mapping, Sequence, Set
 from contextlib import contextmanager
 from functools import partial
-from itertools import accumulate, islice
+from itertools import islice
 from typing import TYPE_CHECKING, Any, Literal, Protocol, TypeVar, cast
 
 from tokenmill import _core, bert, spaced
@@ -98,7 +98,7 @@ class Tokenizer:
         # (the _generation it was made at, the TableDecoder or None): see _table_decoder.
         self._table: tuple[int, TableDecoder | None] | tuple[()] = ()
         # (the model it was made for, which of its ids begin a word): _word_starts
-        self._word_starts_kept: tuple[Any, bytearray] | None = None
+        self._word_starts_kept: tuple[Any, bytes] | None = None
 
     # Set anew whenever the model, the decoder, the added tokens, the normalizer or the
     # pre-tokenizer are: what a decode stream compares, once an id, to know that what it took
@@ -384,13 +384,14 @@ class Tokenizer:
         if native is None and (bert_plan is None or vocab.any_normalized):
             return None
         cut = vocab.split(text)
-        if native is not None and len(cut) == 1 and cut[0][0] is None:
-            # (no added token in the text: the core's words are the text's)
+        whole = len(cut) == 1 and cut[0][0] is None  # (no added token in the text)
+        if native is not None and whole:
             return cast(list, _core.encode_word_ids(native[0], native[1], text, 0)[0])
-        if bert_plan is not None:
+        if native is None:  # (BERT's pipeline, the one plan left)
+            plan = cast(bert.BertPlan, bert_plan)
             begins = self._word_starts()
-            encoded = iter(_core.bert_encode_batch(
-                *bert_plan, [text[a:b] for token, a, b in cut if token is None], 1, False))
+            if whole:
+                return cast(list, _core.bert_word_ids(*plan, text, begins, 0)[0])
         words: list[int | None] = []
         word = 0
         for token, a, b in cut:
@@ -402,12 +403,8 @@ class Tokenizer:
                 words += found
                 word += pieces
             else:
-                # (a running count of the tokens that begin a word, without a Python step a
-                # token)
-                counted = list(accumulate(map(begins.__getitem__, next(encoded)),
-                                          initial=word - 1))
-                words += counted[1:]
-                word = counted[-1] + 1
+                found, word = _core.bert_word_ids(*plan, text[a:b], begins, word)
+                words += found
         return words
 
     def _spaced_word_ids(self, plan: spaced.SpacedPlan, text: str,
@@ -430,10 +427,10 @@ class Tokenizer:
                 word += 1  # (a word whose characters the model dropped)
         return words
 
-    def _word_starts(self) -> bytearray:
+    def _word_starts(self) -> bytes:
         """Which ids of the WordPiece model are tokens that begin a word (without its
-        continuing prefix), made once per model (whose core, which gives the ids, is made
-        with it)."""
+        continuing prefix), a byte an id, made once per model (whose core, which gives the
+        ids, is made with it)."""
         kept = self._word_starts_kept
         model = self.model
         if kept is None or kept[0] is not model:
@@ -441,7 +438,7 @@ class Tokenizer:
             prefix = model.continuing_subword_prefix
             for token, i in model.vocab.items():
                 flags[i] = not (prefix and token.startswith(prefix))
-            kept = self._word_starts_kept = (model, flags)
+            kept = self._word_starts_kept = (model, bytes(flags))
         return kept[1]
 
     def _post(self, a: Encoding, b: Encoding | None, add_special_tokens: bool,

@@ -25,6 +25,7 @@ from tokenmill import (
     UnigramTrainer,
     WordPiece,
     WordPieceTrainer,
+    _core,
     decoders,
     pre_tokenizers,
 )
@@ -352,6 +353,37 @@ def test_real_files_agree(real, shared_data):
         got = ours.encode_batch(lines)
         for text, mine, other in zip(lines, got, theirs.encode_batch(lines), strict=True):
             assert differences(mine, other, len(text)) == [], text
+
+
+def test_bert_words_around_added_tokens_agree(real, shared_data):
+    # BERT's word ids come from one core call a stretch of text between added tokens, each
+    # stretch's words counted on from the last; [MASK] and [SEP] in the text are words.
+    ours, theirs = real[REAL.index("all-MiniLM-L6-v2")]
+    words = (shared_data / "text" / "en" / "ud_en_ewt_dev.txt").read_text("utf-8").split()
+    marks = ["[MASK]", "[SEP]", "[MASK][MASK]", "##s", "中文", "  "]
+    texts = [" ".join(words[k:k + 1 + k % 9] + [marks[k % 6]] + words[k + 9:k + 9 + k % 4])
+             for k in range(0, 1200, 7)] + ["[MASK]", "a[MASK]b", "[MASK] ", " [SEP]x"]
+    for k, text in enumerate(texts):
+        pair = texts[k - 1] if k % 3 == 0 else None
+        expected = theirs.encode(text, pair) if pair is not None else theirs.encode(text)
+        mine = ours.encode(text, pair)
+        assert (mine.word_ids, mine.ids) == (expected.word_ids, expected.ids), (text, pair)
+    e = ours.encode("hyperparameters [MASK]believable!", add_special_tokens=False)
+    assert e.tokens == ["hyper", "##para", "##meter", "##s", "[MASK]", "bel", "##ie",
+                        "##vable", "!"]
+    assert e.word_ids == [0, 0, 0, 0, 1, 2, 2, 2, 3]
+
+
+def test_bert_word_ids_in_the_core(real):
+    ours, _ = real[REAL.index("all-MiniLM-L6-v2")]
+    plan = ours._core_plans()[0]
+    begins = ours._word_starts()
+    # "hyperparameters" is hyper ##para ##meter ##s: one word; "," and "ok" one each
+    words, after = _core.bert_word_ids(*plan, "hyperparameters, ok", begins, 5)
+    assert (words, after) == ([5, 5, 5, 5, 6, 7], 8)
+    assert _core.bert_word_ids(*plan, "  ", begins, 3) == ([], 3)
+    # An id past the table begins a word (the table is the model's: none is)
+    assert _core.bert_word_ids(*plan, "hyperparameters", b"", 0) == ([0, 1, 2, 3], 4)
 
 
 def test_post_processors_called_alone_agree(real, trained):
