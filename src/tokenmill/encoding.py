@@ -339,13 +339,26 @@ class Encoding:
         return f"Encoding(num_tokens={len(self.ids)}, ids={self.ids[:8]}{more})"
 
     def _window(self, i: int, j: int) -> Encoding:
-        # (no input marked, as tokenizers' truncate leaves a window)
+        """Tokens ``[i, j)``, with no input marked (as tokenizers' truncate leaves a window).
+        What this encoding has not made yet (tokens, offset pairs, masks at their defaults)
+        the window does not make either: making a truncated Mistral line's tokens in Python
+        was a fifth of a truncated batch."""
         words = self._word_source()
-        return Encoding(self.ids[i:j], self.tokens[i:j], self.offsets[i:j], self.type_ids[i:j],
-                        self.attention_mask[i:j], self.special_tokens_mask[i:j],
+        offsets = self._offsets
+        type_ids, attention, special = \
+            self._type_ids, self._attention_mask, self._special_tokens_mask
+        window = Encoding(self.ids[i:j], None if self._tokens is None else self._tokens[i:j],
+                        (offsets[0][i:j], offsets[1][i:j]) if type(offsets) is tuple else
+                        self.offsets[i:j],
+                        None if type_ids is None else type_ids[i:j],
+                        None if attention is None else attention[i:j],
+                        None if special is None else special[i:j],
+                        id_to_token=self._id_to_token,
                         words=words[i:j] if isinstance(words, list) else
                         None if words is None else
                         _WordSlice(cast("Callable[[], list[int | None]]", words), i, j))
+        window._made_at = self._made_at
+        return window
 
     @staticmethod
     def whole(encoded: tuple[list[int], list[int], list[int]],
@@ -491,9 +504,9 @@ class Encoding:
                 words += _word_parts(e)
                 if owner is None:
                     worded, owner = True, e
-                elif e._id_to_token is not owner._id_to_token and \
-                        e._id_to_token != owner._id_to_token:
-                    mixed = True
+                elif (e._id_to_token is not owner._id_to_token and
+                      e._id_to_token != owner._id_to_token) or e._made_at != owner._made_at:
+                    mixed = True  # (or the same tokenizer, encoding them as it changed)
             if to_token is not None and e is not first and e._lazy_tokens() != to_token:
                 to_token = None
             ids += e.ids

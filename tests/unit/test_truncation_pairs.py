@@ -132,6 +132,29 @@ def test_padding_reaches_overflowing_windows_when_the_first_needs_none():
     assert [(o.ids, o.attention_mask) for o in padded.overflowing] == [([0, 3], [0, 1])]
 
 
+def test_windows_leave_unmade_what_their_encoding_has_not_made():
+    # A window's tokens, offset pairs and default masks are made when asked for, as its
+    # encoding's are (a truncated batch made every window's tokens in Python).
+    tok = make(truncation=Truncation(max_length=5, stride=1), post_processor=TEMPLATE)
+    e = tok.encode("hihohoho")
+    windows = [e, *e.overflowing]
+    assert [w.ids for w in windows] == [[0, 6, 7, 7, 1], [0, 7, 7, 1]]
+    assert all(w._tokens is None and type(w._offsets) is tuple for w in windows)
+    assert [w.tokens for w in windows] == [["<s>", "hi", "ho", "ho", "</s>"],
+                                           ["<s>", "ho", "ho", "</s>"]]
+    assert [w.offsets for w in windows] == [[(0, 0), (0, 2), (2, 4), (4, 6), (0, 0)],
+                                            [(0, 0), (4, 6), (6, 8), (0, 0)]]
+    assert [w.word_ids for w in windows] == [[None, 0, 0, 0, None], [None, 0, 0, None]]
+    # Tokens and masks given are cut with the window.
+    given = Encoding([1, 2, 3], ["x", "y", "z"], [(0, 1), (1, 2), (2, 3)], type_ids=[0, 1, 1],
+                     special_tokens_mask=[1, 0, 0]).truncated(2)
+    assert (given.tokens, given.type_ids, given.special_tokens_mask) == (["x", "y"], [0, 1],
+                                                                         [1, 0])
+    o = given.overflowing[0]
+    assert (o.tokens, o.type_ids, o.special_tokens_mask, o.offsets) == (["z"], [1], [0],
+                                                                        [(2, 3)])
+
+
 # ---- options and their file fields -----------------------------------------------------------
 
 @pytest.mark.parametrize("make_option, message", [
