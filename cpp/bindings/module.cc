@@ -419,6 +419,103 @@ nb::tuple lay_out_single(nb::handle before, nb::handle ids, nb::handle starts, n
   return nb::make_tuple(lists[0], lists[1], lists[2], lists[3], words);
 }
 
+// A template's layout of any shape (TemplateProcessing._around_pieces): `pieces` in order, each a
+// list of special ids (spanning (0, 0), special-tokens mask 1) or an input as a tuple of its
+// ids, starts and ends lists (mask 0); `types` the type id each piece's tokens take. Returns
+// the ids, starts, ends, type ids (None where every one is 0) and special-tokens mask as new
+// untracked lists: the walk over a pair's parts in Python was most of a Mistral pair's encode.
+nb::tuple lay_out_pieces(nb::handle pieces, nb::handle types) {
+  if (!PyList_CheckExact(pieces.ptr()) || !PyList_CheckExact(types.ptr()) ||
+      PyList_GET_SIZE(pieces.ptr()) != PyList_GET_SIZE(types.ptr())) {
+    throw nb::type_error("lay_out_pieces takes a list of pieces and a list of as many type ids");
+  }
+  const Py_ssize_t count = PyList_GET_SIZE(pieces.ptr());
+  std::vector<Py_ssize_t> sizes(static_cast<std::size_t>(count));
+  Py_ssize_t total = 0;
+  bool typed = false;
+  for (Py_ssize_t p = 0; p < count; ++p) {
+    PyObject* piece = PyList_GET_ITEM(pieces.ptr(), p);
+    Py_ssize_t n = 0;
+    if (PyList_CheckExact(piece)) {
+      n = PyList_GET_SIZE(piece);
+    } else if (PyTuple_CheckExact(piece) && PyTuple_GET_SIZE(piece) == 3) {
+      for (Py_ssize_t k = 0; k < 3; ++k) {
+        if (!PyList_CheckExact(PyTuple_GET_ITEM(piece, k))) {
+          throw nb::type_error("lay_out_pieces: an input is a tuple of three lists");
+        }
+      }
+      n = PyList_GET_SIZE(PyTuple_GET_ITEM(piece, 0));
+      if (PyList_GET_SIZE(PyTuple_GET_ITEM(piece, 1)) != n ||
+          PyList_GET_SIZE(PyTuple_GET_ITEM(piece, 2)) != n) {
+        throw nb::value_error("lay_out_pieces: an input's ids, starts and ends differ in length");
+      }
+    } else {
+      throw nb::type_error("lay_out_pieces: a piece is a list of ids or a tuple of three lists");
+    }
+    PyObject* type_id = PyList_GET_ITEM(types.ptr(), p);
+    if (!PyLong_CheckExact(type_id)) throw nb::type_error("lay_out_pieces: a type id is an int");
+    const long value = PyLong_AsLong(type_id);
+    if (value == -1 && PyErr_Occurred()) throw nb::python_error();
+    typed = typed || value != 0;
+    sizes[static_cast<std::size_t>(p)] = n;
+    if (n > PY_SSIZE_T_MAX / 8 - total) throw nb::value_error("lay_out_pieces: too many ids");
+    total += n;
+  }
+  const nb::int_ zero_int(0);
+  const nb::int_ one_int(1);
+  nb::object lists[5];
+  for (int k = 0; k < 5; ++k) {
+    if (k == 3 && !typed) continue;
+    lists[k] = nb::steal(PyList_New(total));
+    if (!lists[k].is_valid()) throw nb::python_error();
+  }
+  // (An allocation may run the collector, and a finalizer may change a list: every size is
+  // read again before anything is written, and a list holds only what was put in it.)
+  if (PyList_GET_SIZE(pieces.ptr()) != count || PyList_GET_SIZE(types.ptr()) != count) {
+    throw std::runtime_error("lay_out_pieces: a list changed size while in use");
+  }
+  for (Py_ssize_t p = 0; p < count; ++p) {
+    PyObject* piece = PyList_GET_ITEM(pieces.ptr(), p);
+    const Py_ssize_t n = sizes[static_cast<std::size_t>(p)];
+    const bool input = PyTuple_CheckExact(piece);
+    if ((input ? PyList_GET_SIZE(PyTuple_GET_ITEM(piece, 0)) != n ||
+                     PyList_GET_SIZE(PyTuple_GET_ITEM(piece, 1)) != n ||
+                     PyList_GET_SIZE(PyTuple_GET_ITEM(piece, 2)) != n
+               : !PyList_CheckExact(piece) || PyList_GET_SIZE(piece) != n) ||
+        !PyLong_CheckExact(PyList_GET_ITEM(types.ptr(), p))) {
+      throw std::runtime_error("lay_out_pieces: a list changed while in use");
+    }
+  }
+  PyObject** out[5] = {};
+  for (int k = 0; k < 5; ++k) {
+    if (lists[k].is_valid()) out[k] = reinterpret_cast<PyListObject*>(lists[k].ptr())->ob_item;
+  }
+  auto put = [](PyObject** to, Py_ssize_t at, PyObject* item) {
+    Py_INCREF(item);
+    to[at] = item;
+  };
+  Py_ssize_t at = 0;
+  for (Py_ssize_t p = 0; p < count; ++p) {
+    PyObject* piece = PyList_GET_ITEM(pieces.ptr(), p);
+    PyObject* type_id = PyList_GET_ITEM(types.ptr(), p);
+    const Py_ssize_t n = sizes[static_cast<std::size_t>(p)];
+    const bool input = PyTuple_CheckExact(piece);
+    PyObject* ids = input ? PyTuple_GET_ITEM(piece, 0) : piece;
+    for (Py_ssize_t i = 0; i < n; ++i) {
+      put(out[0], at + i, PyList_GET_ITEM(ids, i));
+      put(out[1], at + i, input ? PyList_GET_ITEM(PyTuple_GET_ITEM(piece, 1), i) : zero_int.ptr());
+      put(out[2], at + i, input ? PyList_GET_ITEM(PyTuple_GET_ITEM(piece, 2), i) : zero_int.ptr());
+      if (out[3] != nullptr) put(out[3], at + i, type_id);
+      put(out[4], at + i, input ? zero_int.ptr() : one_int.ptr());
+    }
+    at += n;
+  }
+  for (const nb::object& l : lists) {
+    if (l.is_valid()) PyObject_GC_UnTrack(l.ptr());
+  }
+  return nb::make_tuple(lists[0], lists[1], lists[2], typed ? lists[3] : nb::none(), lists[4]);
+}
+
 // The cyclic collector's automatic runs held off while a batch's id lists are built (with the
 // GIL held throughout): each list allocated counts toward the next run, so a batch of 20,000
 // paragraphs set off dozens, some walking every object the process tracks, for lists that
@@ -1581,6 +1678,7 @@ NB_MODULE(_core, m) {
                     const std::vector<std::pair<uint32_t, uint32_t>>&,
                     const std::vector<uint32_t>&, const std::vector<uint32_t>&>(),
            "changed"_a, "cjk"_a, "punctuation"_a, "spaces"_a);
+  m.def("lay_out_pieces", &lay_out_pieces, "pieces"_a, "types"_a);
   m.def("bert_word_ids", &bert_word_ids, "model"_a, "pipeline"_a, "text"_a, "begins"_a,
         "base"_a);
   m.def("bert_encode_batch", &bert_encode_batch, "model"_a, "pipeline"_a, "texts"_a,

@@ -110,8 +110,8 @@ class TemplateProcessing:
         """The template's layout of ``a`` (and ``b``). ``overflow`` says which input is an
         overflowing window rather than the first: as in tokenizers, such a window keeps the
         type id it was encoded with (0 for $A, 1 for $B) instead of the template's."""
-        if b is None and add_special_tokens and type(self).process is TemplateProcessing.process:
-            around = self._around_single(a)
+        if add_special_tokens and type(self).process is TemplateProcessing.process:
+            around = self._around_single(a) if b is None else self._around_pair(a, b, overflow)
             if around is not None:
                 return around
         layout: list[Layout] = []
@@ -160,6 +160,69 @@ class TemplateProcessing:
         elif a._words is not None:
             out._words = (k, *_word_parts(a), m)
             out._made_at = a._made_at
+        return out
+
+    def _around_pair(self, a: Encoding, b: Encoding,
+                     overflow: tuple[bool, bool]) -> Encoding | None:
+        """process of ``a`` and ``b`` with special tokens, where both are of one id -> token
+        function, encoded at one time, and have no type ids, masks, tokens or input marks of
+        their own: the pair template's layout made in one native call, as Encoding.laid_out
+        would make it (its walk over the parts was most of a Mistral pair's encode). None
+        where it does not apply."""
+        to_token = a._id_to_token
+        if to_token is None or (a._words is not None and b._words is not None and
+                                a._made_at != b._made_at):
+            return None
+        for e in (a, b):
+            if e._type_ids is not None or e._attention_mask is not None or \
+                    e._special_tokens_mask is not None or e._tokens is not None or \
+                    e._ranges is not None or type(e.ids) is not list or \
+                    (e._id_to_token is not to_token and e._id_to_token != to_token):
+                return None
+        pieces: list[list[int] | tuple[list[int], list[int], list[int]]] = []
+        types: list[int] = []
+        words: list[Any] = []  # (as laid_out keeps its parts' words)
+        ranges: dict[int, tuple[int, int]] = {}
+        special = False
+        at = 0
+        for kind, name, tid in self.pair:
+            if type(tid) is not int:
+                return None
+            if kind == "sequence":
+                second = name == "B"
+                e = b if second else a
+                if overflow[second]:  # (a window keeps the type id it was encoded with)
+                    tid = int(second)
+                starts, ends = e._starts_ends()
+                if type(starts) is not list or type(ends) is not list:
+                    return None
+                n = len(e.ids)
+                pieces.append((e.ids, starts, ends))
+                ranges[int(second)] = (at, at + n)
+                if e._words is None:
+                    words.append(n)
+                else:
+                    words += _word_parts(e)
+            else:
+                ids = self.special_tokens[name]
+                if type(ids) is not list:
+                    return None
+                for i in ids:  # (its tokens then stay unmade: the function names them)
+                    if (to_token(i) or "") != name:
+                        return None
+                pieces.append(ids)
+                n = len(ids)
+                words.append(n)
+                special = True
+            types.append(tid)
+            at += n
+        laid = _core.lay_out_pieces(pieces, types)
+        out = Encoding(laid[0], None, (laid[1], laid[2]), laid[3], None,
+                       laid[4] if special else None, id_to_token=to_token,
+                       sequence_ranges=ranges)
+        if a._words is not None or b._words is not None:
+            out._words = tuple(words)
+            out._made_at = (a if a._words is not None else b)._made_at
         return out
 
     def _single_shape(self) -> _Shape | None:

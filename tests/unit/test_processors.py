@@ -14,7 +14,7 @@ from tokenizers import processors as hf
 
 from tokenmill import BPE, AddedToken, Tokenizer, _core, _registry, processors
 from tokenmill.encoding import Encoding
-from tokenmill.errors import FormatError
+from tokenmill.errors import FormatError, InputError
 from tokenmill.pre_tokenizers import ByteLevel as ByteLevelPieces
 from tokenmill.processors import ByteLevel, TemplateProcessing
 
@@ -147,6 +147,83 @@ def test_a_single_input_laid_out_at_once_as_the_walk_lays_it_out(single: str) ->
             e._words, e._ranges = words, ranges
             fast, slow = template.process(e), walk.process(e)
             assert every_field(fast) == every_field(slow), (words, ranges)
+
+
+PAIR_TEMPLATES = ["<s> $A <s>:1 $B:1", "<s> $A </s> $B:1 </s>:1", "$A $B", "$A:1 $B:0",
+                  "<s> <t> $A </s> $B:1 <t>:2", "$B:1 <m> $A", "<s>:1 $A:2 </s> $B:3"]
+
+
+@pytest.mark.parametrize("pair", PAIR_TEMPLATES)
+def test_a_pair_laid_out_at_once_as_the_walk_lays_it_out(pair: str) -> None:
+    # The pair template's layout in one core call (_around_pair) against the walk over the
+    # parts: every field, for words of each kind, inputs marked or not, overflowing windows
+    # (which keep the type id they were encoded with), words encoded at different times.
+    from tokenmill.encoding import _WHOLE, ONE_WORD
+
+    tok = byte_level_tokenizer(False, None)
+    tok.add_special_tokens(["<s>", "</s>", "<t>"])
+    ids = {name: tok.token_to_id(name) for name in ("<s>", "</s>", "<t>")}
+    ids["<m>"] = tok.token_to_id("a")  # (named "<m>" by the template, "a" by the vocabulary)
+    template = TemplateProcessing(single="$A", pair=pair, special_tokens=list(ids.items()))
+    walk = TemplateProcessing(single="$A", pair=pair, special_tokens=list(ids.items()))
+    walk._around_pair = lambda *args: None  # type: ignore[method-assign]
+    taken = []
+    real = template._around_pair
+
+    def counted(*args: Any) -> Any:
+        out = real(*args)
+        taken.append(out is not None)
+        return out
+
+    template._around_pair = counted  # type: ignore[method-assign]
+    texts = ("a bc", "cb a b")
+    kinds = (None, ONE_WORD, "text", "parts")
+
+    def words_of(kind: Any, e: Encoding, text: str) -> Any:
+        return text if kind == "text" else ("a", len(e.ids) - 1) if kind == "parts" else kind
+
+    for words_a in kinds:
+        for words_b in kinds:
+            for ranges in (None, _WHOLE):
+                for overflow in ((False, False), (True, False), (False, True)):
+                    a, b = (tok.encode(t, add_special_tokens=False) for t in texts)
+                    a._words = words_of(words_a, a, texts[0])
+                    b._words = words_of(words_b, b, texts[1])
+                    a._ranges = b._ranges = ranges
+                    b._made_at = a._made_at
+                    fast = template.process(a, b, overflow=overflow)
+                    slow = walk.process(a, b, overflow=overflow)
+                    assert every_field(fast) == every_field(slow), (words_a, words_b, overflow)
+    # Taken where nothing is marked and every special token is spelled as its name (not
+    # "<m>"); declined elsewhere.
+    assert any(taken) != ("<m>" in pair) and not all(taken)
+    a, b = (tok.encode(t, add_special_tokens=False) for t in texts)
+    a._ranges = b._ranges = None
+    a._words, b._words = texts
+    tok.add_tokens(["zz"])  # (b encoded again after the tokenizer changed: the walk binds
+    b2 = tok.encode(texts[1], add_special_tokens=False)  # each part's words to its own time)
+    b2._ranges, b2._words = None, texts[1]
+    assert template.process(a, b2).ids == walk.process(a, b2).ids
+    with pytest.raises(InputError, match="the tokenizer changed"):
+        template.process(a, b2).word_ids  # noqa: B018 (a's words, of the old tokenizer)
+
+
+def test_the_cores_layout_of_pieces() -> None:
+    out = _core.lay_out_pieces([[1], ([7, 8], [0, 2], [2, 5]), [2, 3], ([9], [0], [4])],
+                               [0, 0, 1, 1])
+    assert out == ([1, 7, 8, 2, 3, 9], [0, 0, 2, 0, 0, 0], [0, 2, 5, 0, 0, 4],
+                   [0, 0, 0, 1, 1, 1], [1, 0, 0, 1, 1, 0])
+    assert not any(gc.is_tracked(items) for items in out if items is not None)
+    assert _core.lay_out_pieces([([7], [0], [1]), []], [0, 0]) == ([7], [0], [1], None, [0])
+    assert _core.lay_out_pieces([], []) == ([], [], [], None, [])
+    with pytest.raises(TypeError):
+        _core.lay_out_pieces([(1,)], [0])
+    with pytest.raises(TypeError):
+        _core.lay_out_pieces([[1]], [0, 1])
+    with pytest.raises(TypeError):
+        _core.lay_out_pieces([[1]], [0.0])
+    with pytest.raises(ValueError, match="differ in length"):
+        _core.lay_out_pieces([([1], [0], [])], [0])
 
 
 def test_the_cores_single_layout() -> None:
