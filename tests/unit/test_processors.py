@@ -6,7 +6,7 @@ from __future__ import annotations
 import doctest
 import gc
 import json
-from typing import Any
+from typing import Any, cast
 
 import pytest
 import tokenizers
@@ -121,6 +121,16 @@ def every_field(e: Encoding) -> tuple[Any, ...]:
             e.word_ids, e.sequence_ids, e.n_sequences, [every_field(o) for o in e.overflowing])
 
 
+def tokenizer_with_specials() -> tuple[Tokenizer, list[tuple[str, int]]]:
+    """The byte-level tokenizer with <s>, </s> and <t> added, and the templates' special
+    tokens: those three, and "<m>", named so by the template and "a" by the vocabulary."""
+    tok = byte_level_tokenizer(False, None)
+    tok.add_special_tokens(["<s>", "</s>", "<t>"])
+    names = ("<s>", "</s>", "<t>", "a")
+    ids = [(name, tok.token_to_id(name)) for name in names]
+    return tok, [("<m>" if name == "a" else name, cast(int, i)) for name, i in ids]
+
+
 TEMPLATES = ["<s> $A", "$A </s>", "<s> $A </s>", "<s> <t> $A </s> <t>", "$A", "<m> $A",
              "<s> $A:1", "<s>:1 $A", "<s> $A </s>:2"]
 
@@ -133,12 +143,9 @@ def test_a_single_input_laid_out_at_once_as_the_walk_lays_it_out(single: str) ->
     # kind, the input marked or not.
     from tokenmill.encoding import _WHOLE, ONE_WORD
 
-    tok = byte_level_tokenizer(False, None)
-    tok.add_special_tokens(["<s>", "</s>", "<t>"])
-    ids = {name: tok.token_to_id(name) for name in ("<s>", "</s>", "<t>")}
-    ids["<m>"] = tok.token_to_id("a")  # (named "<m>" by the template, "a" by the vocabulary)
-    template = TemplateProcessing(single=single, special_tokens=list(ids.items()))
-    walk = TemplateProcessing(single=single, special_tokens=list(ids.items()))
+    tok, specials = tokenizer_with_specials()
+    template = TemplateProcessing(single=single, special_tokens=specials)
+    walk = TemplateProcessing(single=single, special_tokens=specials)
     walk._single_shape = lambda: None  # type: ignore[method-assign]
     text = "a bc"  # (four tokens: a, Ġ, b, c)
     for words in (None, ONE_WORD, tok.encode(text).word_ids, text, ("a", 3)):
@@ -160,12 +167,9 @@ def test_a_pair_laid_out_at_once_as_the_walk_lays_it_out(pair: str) -> None:
     # (which keep the type id they were encoded with), words encoded at different times.
     from tokenmill.encoding import _WHOLE, ONE_WORD
 
-    tok = byte_level_tokenizer(False, None)
-    tok.add_special_tokens(["<s>", "</s>", "<t>"])
-    ids = {name: tok.token_to_id(name) for name in ("<s>", "</s>", "<t>")}
-    ids["<m>"] = tok.token_to_id("a")  # (named "<m>" by the template, "a" by the vocabulary)
-    template = TemplateProcessing(single="$A", pair=pair, special_tokens=list(ids.items()))
-    walk = TemplateProcessing(single="$A", pair=pair, special_tokens=list(ids.items()))
+    tok, specials = tokenizer_with_specials()
+    template = TemplateProcessing(single="$A", pair=pair, special_tokens=specials)
+    walk = TemplateProcessing(single="$A", pair=pair, special_tokens=specials)
     walk._around_pair = lambda *args: None  # type: ignore[method-assign]
     taken = []
     real = template._around_pair
