@@ -425,42 +425,51 @@ nb::tuple lay_out_single(nb::handle before, nb::handle ids, nb::handle starts, n
 // the ids, starts, ends, type ids (None where every one is 0) and special-tokens mask as new
 // untracked lists: the walk over a pair's parts in Python was most of a Mistral pair's encode.
 nb::tuple lay_out_pieces(nb::handle pieces, nb::handle types) {
-  if (!PyList_CheckExact(pieces.ptr()) || !PyList_CheckExact(types.ptr()) ||
-      PyList_GET_SIZE(pieces.ptr()) != PyList_GET_SIZE(types.ptr())) {
-    throw nb::type_error("lay_out_pieces takes a list of pieces and a list of as many type ids");
-  }
-  const Py_ssize_t count = PyList_GET_SIZE(pieces.ptr());
-  std::vector<Py_ssize_t> sizes(static_cast<std::size_t>(count));
-  Py_ssize_t total = 0;
-  bool typed = false;
-  for (Py_ssize_t p = 0; p < count; ++p) {
-    PyObject* piece = PyList_GET_ITEM(pieces.ptr(), p);
-    Py_ssize_t n = 0;
-    if (PyList_CheckExact(piece)) {
-      n = PyList_GET_SIZE(piece);
-    } else if (PyTuple_CheckExact(piece) && PyTuple_GET_SIZE(piece) == 3) {
-      for (Py_ssize_t k = 0; k < 3; ++k) {
-        if (!PyList_CheckExact(PyTuple_GET_ITEM(piece, k))) {
-          throw nb::type_error("lay_out_pieces: an input is a tuple of three lists");
-        }
-      }
-      n = PyList_GET_SIZE(PyTuple_GET_ITEM(piece, 0));
-      if (PyList_GET_SIZE(PyTuple_GET_ITEM(piece, 1)) != n ||
-          PyList_GET_SIZE(PyTuple_GET_ITEM(piece, 2)) != n) {
-        throw nb::value_error("lay_out_pieces: an input's ids, starts and ends differ in length");
-      }
-    } else {
-      throw nb::type_error("lay_out_pieces: a piece is a list of ids or a tuple of three lists");
+  // Each piece's size and whether any type id is not 0, every piece and type id checked.
+  auto measure = [&](std::vector<Py_ssize_t>& sizes, bool& typed) {
+    if (!PyList_CheckExact(pieces.ptr()) || !PyList_CheckExact(types.ptr()) ||
+        PyList_GET_SIZE(pieces.ptr()) != PyList_GET_SIZE(types.ptr())) {
+      throw nb::type_error("lay_out_pieces takes a list of pieces and a list of as many type ids");
     }
-    PyObject* type_id = PyList_GET_ITEM(types.ptr(), p);
-    if (!PyLong_CheckExact(type_id)) throw nb::type_error("lay_out_pieces: a type id is an int");
-    const long value = PyLong_AsLong(type_id);
-    if (value == -1 && PyErr_Occurred()) throw nb::python_error();
-    typed = typed || value != 0;
-    sizes[static_cast<std::size_t>(p)] = n;
-    if (n > PY_SSIZE_T_MAX / 8 - total) throw nb::value_error("lay_out_pieces: too many ids");
-    total += n;
-  }
+    const Py_ssize_t count = PyList_GET_SIZE(pieces.ptr());
+    sizes.assign(static_cast<std::size_t>(count), 0);
+    typed = false;
+    Py_ssize_t total = 0;
+    for (Py_ssize_t p = 0; p < count; ++p) {
+      PyObject* piece = PyList_GET_ITEM(pieces.ptr(), p);
+      Py_ssize_t n = 0;
+      if (PyList_CheckExact(piece)) {
+        n = PyList_GET_SIZE(piece);
+      } else if (PyTuple_CheckExact(piece) && PyTuple_GET_SIZE(piece) == 3) {
+        for (Py_ssize_t k = 0; k < 3; ++k) {
+          if (!PyList_CheckExact(PyTuple_GET_ITEM(piece, k))) {
+            throw nb::type_error("lay_out_pieces: an input is a tuple of three lists");
+          }
+        }
+        n = PyList_GET_SIZE(PyTuple_GET_ITEM(piece, 0));
+        if (PyList_GET_SIZE(PyTuple_GET_ITEM(piece, 1)) != n ||
+            PyList_GET_SIZE(PyTuple_GET_ITEM(piece, 2)) != n) {
+          throw nb::value_error(
+              "lay_out_pieces: an input's ids, starts and ends differ in length");
+        }
+      } else {
+        throw nb::type_error(
+            "lay_out_pieces: a piece is a list of ids or a tuple of three lists");
+      }
+      PyObject* type_id = PyList_GET_ITEM(types.ptr(), p);
+      if (!PyLong_CheckExact(type_id)) {
+        throw nb::type_error("lay_out_pieces: a type id is an int");
+      }
+      typed = typed || PyObject_IsTrue(type_id) != 0;  // (an exact int: never fails)
+      if (n > PY_SSIZE_T_MAX / 8 - total) throw nb::value_error("lay_out_pieces: too many ids");
+      sizes[static_cast<std::size_t>(p)] = n;
+      total += n;
+    }
+    return total;
+  };
+  std::vector<Py_ssize_t> sizes;
+  bool typed = false;
+  const Py_ssize_t total = measure(sizes, typed);
   const nb::int_ zero_int(0);
   const nb::int_ one_int(1);
   nb::object lists[5];
@@ -469,23 +478,17 @@ nb::tuple lay_out_pieces(nb::handle pieces, nb::handle types) {
     lists[k] = nb::steal(PyList_New(total));
     if (!lists[k].is_valid()) throw nb::python_error();
   }
-  // (An allocation may run the collector, and a finalizer may change a list: every size is
-  // read again before anything is written, and a list holds only what was put in it.)
-  if (PyList_GET_SIZE(pieces.ptr()) != count || PyList_GET_SIZE(types.ptr()) != count) {
-    throw std::runtime_error("lay_out_pieces: a list changed size while in use");
-  }
-  for (Py_ssize_t p = 0; p < count; ++p) {
-    PyObject* piece = PyList_GET_ITEM(pieces.ptr(), p);
-    const Py_ssize_t n = sizes[static_cast<std::size_t>(p)];
-    const bool input = PyTuple_CheckExact(piece);
-    if ((input ? PyList_GET_SIZE(PyTuple_GET_ITEM(piece, 0)) != n ||
-                     PyList_GET_SIZE(PyTuple_GET_ITEM(piece, 1)) != n ||
-                     PyList_GET_SIZE(PyTuple_GET_ITEM(piece, 2)) != n
-               : !PyList_CheckExact(piece) || PyList_GET_SIZE(piece) != n) ||
-        !PyLong_CheckExact(PyList_GET_ITEM(types.ptr(), p))) {
+  // An allocation may run the collector, and a finalizer may change what it can reach: every
+  // piece is checked again, and must be as it was, before anything is written (a list holds
+  // only what was put in it).
+  {
+    std::vector<Py_ssize_t> again;
+    bool typed_again = false;
+    if (measure(again, typed_again) != total || again != sizes || typed_again != typed) {
       throw std::runtime_error("lay_out_pieces: a list changed while in use");
     }
   }
+  const Py_ssize_t count = static_cast<Py_ssize_t>(sizes.size());
   PyObject** out[5] = {};
   for (int k = 0; k < 5; ++k) {
     if (lists[k].is_valid()) out[k] = reinterpret_cast<PyListObject*>(lists[k].ptr())->ob_item;

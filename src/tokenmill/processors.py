@@ -148,9 +148,10 @@ class TemplateProcessing:
             if (to_token(i) or "") != name:
                 return None
         starts, ends = a._starts_ends()
-        if type(a.ids) is not list or type(starts) is not list or type(ends) is not list:
-            return None  # (the core's layout takes lists alone)
         k, m, n = len(before), len(after), len(a.ids)
+        if type(a.ids) is not list or type(starts) is not list or type(ends) is not list or \
+                len(starts) != n or len(ends) != n:
+            return None  # (the core's layout takes lists alone, of one length)
         one_word = a._words is ONE_WORD
         laid = _core.lay_out_single(before, a.ids, starts, ends, after, one_word)
         out = Encoding(laid[0], None, (laid[1], laid[2]), None, None, laid[3],
@@ -186,7 +187,7 @@ class TemplateProcessing:
         special = False
         at = 0
         for kind, name, tid in self.pair:
-            if type(tid) is not int:
+            if type(tid) is not int or not 0 <= tid < 1 << 32:  # (the core's ints)
                 return None
             if kind == "sequence":
                 second = name == "B"
@@ -194,9 +195,10 @@ class TemplateProcessing:
                 if overflow[second]:  # (a window keeps the type id it was encoded with)
                     tid = int(second)
                 starts, ends = e._starts_ends()
-                if type(starts) is not list or type(ends) is not list:
-                    return None
                 n = len(e.ids)
+                if type(starts) is not list or type(ends) is not list or \
+                        len(starts) != n or len(ends) != n:  # (ids a caller changed)
+                    return None
                 pieces.append((e.ids, starts, ends))
                 ranges[int(second)] = (at, at + n)
                 if e._words is None:

@@ -208,6 +208,9 @@ def test_a_pair_laid_out_at_once_as_the_walk_lays_it_out(pair: str) -> None:
     b2 = tok.encode(texts[1], add_special_tokens=False)  # each part's words to its own time)
     b2._ranges, b2._words = None, texts[1]
     assert template.process(a, b2).ids == walk.process(a, b2).ids
+    # Ids a caller lengthened (their offsets now shorter) take the walk, as before.
+    a.ids = a.ids + [a.ids[0]]
+    assert template.process(a, b2).ids == walk.process(a, b2).ids
     with pytest.raises(InputError, match="the tokenizer changed"):
         template.process(a, b2).word_ids  # noqa: B018 (a's words, of the old tokenizer)
 
@@ -228,6 +231,43 @@ def test_the_cores_layout_of_pieces() -> None:
         _core.lay_out_pieces([[1]], [0.0])
     with pytest.raises(ValueError, match="differ in length"):
         _core.lay_out_pieces([([1], [0], [])], [0])
+
+
+MUTATED_DURING_LAYOUT = """
+import gc
+from tokenmill import _core
+pieces, types = [[7], ([1, 2, 3], [0, 1, 2], [1, 2, 3])], [0, 0]
+armed, hit = [], []
+class Cycle:
+    def __init__(self): self.me = self
+    def __del__(self):
+        if armed and not hit:
+            pieces[1] = ("abc", "xyz", "xyz")  # (no lists: read as lists, a crash)
+            hit.append(1)
+        Cycle()
+Cycle()
+gc.set_threshold(1)  # (a collection at each allocation, finalizers run)
+spare = [[] for _ in range(200)]  # (the free lists of lists used up: new lists allocate)
+armed.append(1)
+try:
+    out = _core.lay_out_pieces(pieces, types)
+    print("laid out", bool(hit), out)
+except (TypeError, RuntimeError) as e:
+    print("refused", bool(hit), e)
+"""
+
+
+def test_the_cores_layout_of_pieces_changed_while_in_use() -> None:
+    # A finalizer run by the collector during the layout's allocations replaces an input
+    # with a tuple of strings: checked again before anything is written, it is refused (it
+    # was read as lists: a segmentation fault).
+    import subprocess
+    import sys
+
+    run = subprocess.run([sys.executable, "-c", MUTATED_DURING_LAYOUT], capture_output=True,
+                         text=True, timeout=60)
+    assert run.returncode == 0, run.stderr
+    assert run.stdout.startswith("refused True lay_out_pieces: "), run.stdout
 
 
 def test_the_cores_single_layout() -> None:
