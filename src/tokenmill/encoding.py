@@ -317,7 +317,17 @@ class Encoding:
             return NotImplemented
         return all(getattr(self, f) == getattr(other, f) for f in
                    ("ids", "tokens", "offsets", "type_ids", "attention_mask",
-                    "special_tokens_mask", "overflowing", "word_ids", "sequence_ids"))
+                    "special_tokens_mask", "overflowing", "sequence_ids")) and \
+            self._comparable_words() == other._comparable_words()
+
+    def _comparable_words(self) -> object:
+        """The word ids, or where they can no longer be made (the tokenizer changed since, the
+        ids were replaced) what they would have been made from: a comparison answers, never
+        raises."""
+        try:
+            return self.word_ids
+        except InputError:
+            return _word_source_key(self._words)
 
     __hash__ = None  # type: ignore[assignment]
 
@@ -347,16 +357,15 @@ class Encoding:
         offsets = self._offsets
         type_ids, attention, special = \
             self._type_ids, self._attention_mask, self._special_tokens_mask
-        window = Encoding(self.ids[i:j], None if self._tokens is None else self._tokens[i:j],
-                        (offsets[0][i:j], offsets[1][i:j]) if type(offsets) is tuple else
-                        self.offsets[i:j],
-                        None if type_ids is None else type_ids[i:j],
-                        None if attention is None else attention[i:j],
-                        None if special is None else special[i:j],
-                        id_to_token=self._id_to_token,
-                        words=words[i:j] if isinstance(words, list) else
-                        None if words is None else
-                        _WordSlice(cast("Callable[[], list[int | None]]", words), i, j))
+        window = Encoding(
+            self.ids[i:j], None if self._tokens is None else self._tokens[i:j],
+            (offsets[0][i:j], offsets[1][i:j]) if type(offsets) is tuple else self.offsets[i:j],
+            None if type_ids is None else type_ids[i:j],
+            None if attention is None else attention[i:j],
+            None if special is None else special[i:j],
+            id_to_token=self._id_to_token,
+            words=words[i:j] if isinstance(words, list) else None if words is None else
+            _WordSlice(cast("Callable[[], list[int | None]]", words), i, j))
         window._made_at = self._made_at
         return window
 
@@ -818,6 +827,19 @@ class _Words:
         if self.words is None:
             self.words = _made_words(self.source, self.tokenizer, self.made_at, self.count)
         return self.words
+
+
+def _word_source_key(words: Words) -> object:
+    """What an encoding's words would be made from, comparable (a _Words is by its text, its
+    tokenizer and its time, not by identity)."""
+    if type(words) is tuple:
+        return tuple(_word_source_key(w) for w in words)
+    if isinstance(words, _Words):
+        return ("words", _word_source_key(words.source), id(words.tokenizer), words.made_at,
+                words.count)
+    if isinstance(words, _WordSlice):
+        return ("slice", _word_source_key(cast(Any, words.whole)), words.start, words.stop)
+    return words
 
 
 class _WordSlice:

@@ -43,6 +43,7 @@ if TYPE_CHECKING:
 _REPLACEMENT = "\ufffd"
 _WINDOW = 8          # released ids decoded again with each new one, before the window is cut
 _CONTEXT_KEPT = 64  # ids kept before the list is cut back to the window
+_PICKLE_VERSION = 1  # (of a pickled stream's state)
 
 
 class DecodeStream:
@@ -70,13 +71,16 @@ class DecodeStream:
         """Pickled as its tokenizer (which pickles as its tokenizer.json), its option and
         where it is: the bytes of a character still cut, and the ids not yet settled with
         those kept as context. What it reads from the tokenizer is made again on loading."""
-        return {"tokenizer": self._tok, "skip_special_tokens": self._skip,
-                "cut_bytes": self._utf8.getstate(), "ids": list(self._ids),
-                "prefix": self._prefix, "read": self._read}
+        return {"version": _PICKLE_VERSION, "tokenizer": self._tok,
+                "skip_special_tokens": self._skip, "cut_bytes": self._utf8.getstate(),
+                "ids": list(self._ids), "prefix": self._prefix, "read": self._read}
 
     def __setstate__(self, state: dict[str, Any]) -> None:
-        self.__init__(state["tokenizer"],  # type: ignore[misc]
-                      skip_special_tokens=state["skip_special_tokens"])
+        if state.get("version") != _PICKLE_VERSION:
+            raise InputError(f"a pickled DecodeStream of version {state.get('version')!r}; "
+                             f"this tokenmill reads version {_PICKLE_VERSION}")
+        DecodeStream.__init__(self, state["tokenizer"],
+                              skip_special_tokens=state["skip_special_tokens"])
         self._utf8.setstate(state["cut_bytes"])
         self._ids = list(state["ids"])
         self._prefix, self._read = state["prefix"], state["read"]

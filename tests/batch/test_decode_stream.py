@@ -120,6 +120,10 @@ def test_a_pickled_stream_keeps_a_cut_character_and_its_window(toks):
     assert again._ids == stream._ids and again._tok is not tok
     rest = "".join(again.feed([zhong[2], *ids])) + (again.flush() or "")
     assert head + rest == tok.decode([*ids, *zhong, *ids])
+    state = stream.__getstate__()
+    state["version"] = 2
+    with pytest.raises(InputError, match="a pickled DecodeStream of version 2"):
+        pickle.loads(pickle.dumps(stream)).__setstate__(state)
 
 
 def test_a_byte_run_is_released_once_it_ends(toks):

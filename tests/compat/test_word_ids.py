@@ -181,6 +181,17 @@ def test_encodings_equal_only_with_equal_words_and_inputs():
     marked = Encoding([5, 6, 7], offsets=[(0, 2), (2, 4), (5, 8)], words=[0, 0, 1],
                       sequence_ranges={0: (0, 2)})
     assert e != marked and marked.sequence_ids == [0, 0, None]
+    # Words that can no longer be made (the tokenizer changed, the ids were replaced) do not
+    # make a comparison raise: their sources are compared.
+    tok = bpe_tokenizer()
+    a, b = tok.encode("hello world, foo"), tok.encode("hello world, foo")
+    tok.add_tokens(["zzz"])
+    assert a == b and a != tok.encode("hello world, foo bar")
+    with pytest.raises(InputError, match="the tokenizer changed"):
+        a.word_ids  # noqa: B018
+    c, d = tok.encode("hello world"), tok.encode("hello world")
+    c.ids, d.ids = c.ids + [0], d.ids + [0]
+    assert c == d
 
 
 def test_word_ids_are_the_encoding_tokenizers():
