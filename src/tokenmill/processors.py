@@ -23,6 +23,66 @@ Item = tuple[str, str, int]
 _Shape = tuple[list[int], list[int], list[tuple[int, str]]]
 
 
+class _PairPlan:
+    """A pair template naming $A and $B once each, as TemplateProcessing._around_pair lays it
+    out: its pieces (special ids, None where an input goes, at ``at_a`` and ``at_b``), each
+    piece's type id, each special id with its name, how many special ids come before each
+    input, whether $A comes first, and the words of the special tokens before, between and
+    after the inputs (as Encoding.laid_out keeps them: a count a special item)."""
+
+    __slots__ = ("pieces", "types", "names", "special", "at_a", "at_b", "specials_before_a",
+                 "specials_before_b", "a_first", "word_edges")
+
+    def __init__(self) -> None:
+        self.pieces: list[Any] = []
+        self.types: list[int] = []
+        self.names: list[tuple[int, str]] = []
+        self.special = False
+        self.at_a = self.at_b = -1
+        self.specials_before_a = self.specials_before_b = 0
+        self.a_first = True
+        self.word_edges: tuple[tuple[int, ...], ...] = ()
+
+    @staticmethod
+    def of(pair: list[Item], special_tokens: dict[str, list[int]]) -> _PairPlan | None:
+        plan = _PairPlan()
+        specials = 0
+        edges: list[list[int]] = [[]]
+        for kind, name, tid in pair:
+            if type(tid) is not int or not 0 <= tid < 1 << 32:  # (the core's ints)
+                return None
+            if kind == "sequence":
+                if name == "A" and plan.at_a < 0:
+                    plan.at_a, plan.specials_before_a = len(plan.pieces), specials
+                    plan.a_first = plan.at_b < 0
+                elif name == "B" and plan.at_b < 0:
+                    plan.at_b, plan.specials_before_b = len(plan.pieces), specials
+                else:
+                    return None  # (an input named twice: the walk lays it out)
+                plan.pieces.append(None)
+                edges.append([])
+            else:
+                ids = special_tokens[name]
+                if type(ids) is not list or any(type(i) is not int for i in ids):
+                    return None
+                plan.pieces.append(ids)
+                plan.names += [(i, name) for i in ids]
+                plan.special = True
+                specials += len(ids)
+                edges[-1].append(len(ids))
+            plan.types.append(tid)
+        if plan.at_a < 0 or plan.at_b < 0:
+            return None
+        plan.word_edges = tuple(tuple(e) for e in edges)
+        return plan
+
+
+def _word_parts_or_count(e: Encoding) -> tuple:
+    """``e``'s words as a laid-out encoding holds its parts' (its token count where it has
+    none)."""
+    return (len(e.ids),) if e._words is None else _word_parts(e)
+
+
 def _parse_template(template: str | list[str], where: str) -> list[Item]:
     words = template.split() if isinstance(template, str) else list(template)
     items: list[Item] = []
@@ -97,8 +157,9 @@ class TemplateProcessing:
             [item for item in self.single if item[0] == "sequence"] == [("sequence", "A", 0)]
 
     # _single_shape's, with the template and special tokens it was made from (also where a
-    # subclass's own __init__, or an older pickle, never set it)
+    # subclass's own __init__, or an older pickle, never set it); and _pair_plan's
     _shape_kept: tuple[list[Item], dict[str, list[int]], _Shape | None] | None = None
+    _pair_kept: tuple[list[Item], dict[str, list[int]], _PairPlan | None] | None = None
 
     # Whether the inputs keep the marks they hold (of the inputs their tokens are of) beside
     # the template's: tokenizers' template adds its own to theirs, its BERT and RoBERTa
@@ -170,9 +231,10 @@ class TemplateProcessing:
         their own: the pair template's layout made in one native call, as Encoding.laid_out
         would make it (its walk over the parts was most of a Mistral pair's encode). None
         where it does not apply."""
+        plan = self._pair_plan()
         to_token = a._id_to_token
-        if to_token is None or (a._words is not None and b._words is not None and
-                                a._made_at != b._made_at):
+        if plan is None or to_token is None or (a._words is not None and b._words is not None
+                                                and a._made_at != b._made_at):
             return None
         for e in (a, b):
             if e._type_ids is not None or e._attention_mask is not None or \
@@ -180,52 +242,53 @@ class TemplateProcessing:
                     e._ranges is not None or type(e.ids) is not list or \
                     (e._id_to_token is not to_token and e._id_to_token != to_token):
                 return None
-        pieces: list[list[int] | tuple[list[int], list[int], list[int]]] = []
-        types: list[int] = []
-        words: list[Any] = []  # (as laid_out keeps its parts' words)
-        ranges: dict[int, tuple[int, int]] = {}
-        special = False
-        at = 0
-        for kind, name, tid in self.pair:
-            if type(tid) is not int or not 0 <= tid < 1 << 32:  # (the core's ints)
+        for i, name in plan.names:  # (its tokens then stay unmade: the function names them)
+            if (to_token(i) or "") != name:
                 return None
-            if kind == "sequence":
-                second = name == "B"
-                e = b if second else a
-                if overflow[second]:  # (a window keeps the type id it was encoded with)
-                    tid = int(second)
-                starts, ends = e._starts_ends()
-                n = len(e.ids)
-                if type(starts) is not list or type(ends) is not list or \
-                        len(starts) != n or len(ends) != n:  # (ids a caller changed)
-                    return None
-                pieces.append((e.ids, starts, ends))
-                ranges[int(second)] = (at, at + n)
-                if e._words is None:
-                    words.append(n)
-                else:
-                    words += _word_parts(e)
-            else:
-                ids = self.special_tokens[name]
-                if type(ids) is not list:
-                    return None
-                for i in ids:  # (its tokens then stay unmade: the function names them)
-                    if (to_token(i) or "") != name:
-                        return None
-                pieces.append(ids)
-                n = len(ids)
-                words.append(n)
-                special = True
-            types.append(tid)
-            at += n
+        na, nb = len(a.ids), len(b.ids)
+        sa, ea = a._starts_ends()
+        sb, eb = b._starts_ends()
+        if type(sa) is not list or type(ea) is not list or type(sb) is not list or \
+                type(eb) is not list or len(sa) != na or len(ea) != na or len(sb) != nb or \
+                len(eb) != nb:  # (ids a caller changed)
+            return None
+        pieces = plan.pieces.copy()
+        pieces[plan.at_a] = (a.ids, sa, ea)
+        pieces[plan.at_b] = (b.ids, sb, eb)
+        types = plan.types
+        if overflow[0] or overflow[1]:  # (a window keeps the type id it was encoded with)
+            types = types.copy()
+            if overflow[0]:
+                types[plan.at_a] = 0
+            if overflow[1]:
+                types[plan.at_b] = 1
         laid = _core.lay_out_pieces(pieces, types)
+        start_a = plan.specials_before_a + (0 if plan.a_first else nb)
+        start_b = plan.specials_before_b + (na if plan.a_first else 0)
+        ranges = {0: (start_a, start_a + na), 1: (start_b, start_b + nb)} if plan.a_first \
+            else {1: (start_b, start_b + nb), 0: (start_a, start_a + na)}
         out = Encoding(laid[0], None, (laid[1], laid[2]), laid[3], None,
-                       laid[4] if special else None, id_to_token=to_token,
+                       laid[4] if plan.special else None, id_to_token=to_token,
                        sequence_ranges=ranges)
-        if a._words is not None or b._words is not None:
-            out._words = tuple(words)
+        if a._words is not None or b._words is not None:  # (as laid_out keeps its parts')
+            first, second = (a, b) if plan.a_first else (b, a)
+            edges = plan.word_edges
+            out._words = edges[0] + _word_parts_or_count(first) + edges[1] + \
+                _word_parts_or_count(second) + edges[2]
             out._made_at = (a if a._words is not None else b)._made_at
         return out
+
+    def _pair_plan(self) -> _PairPlan | None:
+        """The pair template as _around_pair lays it out, where it names $A and $B once each,
+        with type ids the core takes; else None. Kept with copies of the template and its
+        special tokens, as _single_shape is."""
+        kept = self._pair_kept
+        if kept is not None and kept[0] == self.pair and kept[1] == self.special_tokens:
+            return kept[2]
+        plan = _PairPlan.of(self.pair, self.special_tokens)
+        self._pair_kept = ([*self.pair],
+                           {name: [*ids] for name, ids in self.special_tokens.items()}, plan)
+        return plan
 
     def _single_shape(self) -> _Shape | None:
         """The single template as (ids before $A, ids after it, each special id and its

@@ -157,7 +157,8 @@ def test_a_single_input_laid_out_at_once_as_the_walk_lays_it_out(single: str) ->
 
 
 PAIR_TEMPLATES = ["<s> $A <s>:1 $B:1", "<s> $A </s> $B:1 </s>:1", "$A $B", "$A:1 $B:0",
-                  "<s> <t> $A </s> $B:1 <t>:2", "$B:1 <m> $A", "<s>:1 $A:2 </s> $B:3"]
+                  "<s> <t> $A </s> $B:1 <t>:2", "$B:1 <m> $A", "<s>:1 $A:2 </s> $B:3",
+                  "<s> $A $B:1 $A:2", "$B:1 <s> $A <t>"]
 
 
 @pytest.mark.parametrize("pair", PAIR_TEMPLATES)
@@ -168,8 +169,10 @@ def test_a_pair_laid_out_at_once_as_the_walk_lays_it_out(pair: str) -> None:
     from tokenmill.encoding import _WHOLE, ONE_WORD
 
     tok, specials = tokenizer_with_specials()
-    template = TemplateProcessing(single="$A", pair=pair, special_tokens=specials)
-    walk = TemplateProcessing(single="$A", pair=pair, special_tokens=specials)
+    ids = {name: [i] for name, i in specials}
+    ids["<t>"] *= 2  # (a special token of two ids)
+    template = TemplateProcessing(single="$A", pair=pair, special_tokens=ids)
+    walk = TemplateProcessing(single="$A", pair=pair, special_tokens=ids)
     walk._around_pair = lambda *args: None  # type: ignore[method-assign]
     taken = []
     real = template._around_pair
@@ -198,9 +201,9 @@ def test_a_pair_laid_out_at_once_as_the_walk_lays_it_out(pair: str) -> None:
                     fast = template.process(a, b, overflow=overflow)
                     slow = walk.process(a, b, overflow=overflow)
                     assert every_field(fast) == every_field(slow), (words_a, words_b, overflow)
-    # Taken where nothing is marked and every special token is spelled as its name (not
-    # "<m>"); declined elsewhere.
-    assert any(taken) != ("<m>" in pair) and not all(taken)
+    # Taken where nothing is marked, every special token is spelled as its name (not "<m>")
+    # and each input is named once; declined elsewhere.
+    assert any(taken) != ("<m>" in pair or pair.count("$A") > 1) and not all(taken)
     a, b = (tok.encode(t, add_special_tokens=False) for t in texts)
     a._ranges = b._ranges = None
     a._words, b._words = texts
