@@ -31,7 +31,7 @@ class _PairPlan:
     after the inputs (as Encoding.laid_out keeps them: a count a special item)."""
 
     __slots__ = ("pieces", "types", "names", "special", "at_a", "at_b", "specials_before_a",
-                 "specials_before_b", "a_first", "word_edges")
+                 "specials_before_b", "word_edges")
 
     def __init__(self) -> None:
         self.pieces: list[Any] = []
@@ -40,8 +40,11 @@ class _PairPlan:
         self.special = False
         self.at_a = self.at_b = -1
         self.specials_before_a = self.specials_before_b = 0
-        self.a_first = True
         self.word_edges: tuple[tuple[int, ...], ...] = ()
+
+    @property
+    def a_first(self) -> bool:
+        return self.at_a < self.at_b
 
     @staticmethod
     def of(pair: list[Item], special_tokens: dict[str, list[int]]) -> _PairPlan | None:
@@ -54,7 +57,6 @@ class _PairPlan:
             if kind == "sequence":
                 if name == "A" and plan.at_a < 0:
                     plan.at_a, plan.specials_before_a = len(plan.pieces), specials
-                    plan.a_first = plan.at_b < 0
                 elif name == "B" and plan.at_b < 0:
                     plan.at_b, plan.specials_before_b = len(plan.pieces), specials
                 else:
@@ -230,7 +232,9 @@ class TemplateProcessing:
         function, encoded at one time, and have no type ids, masks, tokens or input marks of
         their own: the pair template's layout made in one native call, as Encoding.laid_out
         would make it (its walk over the parts was most of a Mistral pair's encode). None
-        where it does not apply."""
+        where it does not apply. (Its checks are _around_single's, written out in each:
+        shared as two helpers and a kept-plan function, they cost a Mistral line's single
+        layout 1.8 -> 2.2 us, and a native layout shared with it 0.40 -> 0.84 us.)"""
         plan = self._pair_plan()
         to_token = a._id_to_token
         if plan is None or to_token is None or (a._words is not None and b._words is not None

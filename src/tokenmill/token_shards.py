@@ -156,12 +156,10 @@ def encode_shard(tokenizer_json: str, job: ShardJob,
 def _tokenizer(tokenizer_json: str,
                special_tokens_in_text: SpecialTokensInText = "match") -> Any:
     """The tokenizer a tokenizer.json and the one setting it has no field for make (a
-    tiktoken encoding's "error": part of its fingerprint)."""
-    from tokenmill.tokenizer import Tokenizer
+    tiktoken encoding's "error": part of its fingerprint), once per worker."""
+    from tokenmill.tokenizer import _unpickled
 
-    tok = Tokenizer.from_dict(json.loads(tokenizer_json), "tokenizer")
-    tok.special_tokens_in_text = special_tokens_in_text
-    return tok
+    return _unpickled(tokenizer_json, special_tokens_in_text, "tokenizer")
 
 
 def _encode(tok: Tokenizer, job: ShardJob) -> TokenFileInfo:

@@ -954,8 +954,11 @@ class Tokenizer:
         return hashlib.sha256(canonical.encode("utf-8")).hexdigest()
 
 
-def _unpickled(text: str, special_tokens_in_text: Literal["match", "error"]) -> Tokenizer:
-    tok = Tokenizer.from_str(text, "pickled tokenizer")
+def _unpickled(text: str, special_tokens_in_text: Literal["match", "error"],
+               source: str = "pickled tokenizer") -> Tokenizer:
+    """The tokenizer a tokenizer.json and the one setting it has no field for make (how a
+    tokenizer pickles, and how a Dask worker rebuilds one)."""
+    tok = Tokenizer.from_str(text, source)
     tok.special_tokens_in_text = special_tokens_in_text
     return tok
 
