@@ -332,21 +332,105 @@ nb::object id_list(const uint32_t* ids, std::size_t n, uint32_t make_below = kIn
 
 nb::object id_list(const std::vector<uint32_t>& ids) { return id_list(ids.data(), ids.size()); }
 
-// Each list given that holds only ints, strings and None, taken out of the cyclic collector's
-// sight as id_list's are: an Encoding's lists made in Python (a template's layout, a pad) were
-// walked at every run of the collector, half the time of encoding MiniLM's lines one a call
-// while their encodings were kept. Other objects, and lists holding anything else, are left.
+namespace {
+
+// An int, a float, a string or None: an object that refers to no other.
+bool atomic(PyObject* item) {
+  return PyLong_CheckExact(item) || PyUnicode_CheckExact(item) || PyFloat_CheckExact(item) ||
+         item == Py_None;
+}
+
+// atomic, or a tuple of such (a merge's two tokens, an offset pair).
+bool atomic_or_flat_tuple(PyObject* item) {
+  if (atomic(item)) return true;
+  if (!PyTuple_CheckExact(item)) return false;
+  for (Py_ssize_t i = 0, n = PyTuple_GET_SIZE(item); i < n; ++i) {
+    if (!atomic(PyTuple_GET_ITEM(item, i))) return false;
+  }
+  return true;
+}
+
+}  // namespace
+
+// Each list given that holds only ints, floats, strings, None and tuples of those, taken out
+// of the cyclic collector's sight as id_list's are: an Encoding's lists made in Python (a
+// template's layout, a pad) were walked at every run of the collector, half the time of
+// encoding MiniLM's lines one a call while their encodings were kept; and a BPE model's merges
+// (two lists of 59,000 pairs and 177,000 ints for Mistral) were walked item by item at every
+// full run, most of its time. Other objects, and lists holding anything else, are left.
 void untrack_lists(const nb::args& objects) {
   for (nb::handle h : objects) {
     PyObject* list = h.ptr();
     if (!PyList_CheckExact(list) || !PyObject_GC_IsTracked(list)) continue;
-    bool atomic = true;
-    for (Py_ssize_t i = 0, n = PyList_GET_SIZE(list); i < n && atomic; ++i) {
-      PyObject* item = PyList_GET_ITEM(list, i);
-      atomic = PyLong_CheckExact(item) || PyUnicode_CheckExact(item) || item == Py_None;
+    bool flat = true;
+    for (Py_ssize_t i = 0, n = PyList_GET_SIZE(list); i < n && flat; ++i) {
+      flat = atomic_or_flat_tuple(PyList_GET_ITEM(list, i));
     }
-    if (atomic) PyObject_GC_UnTrack(list);
+    if (flat) PyObject_GC_UnTrack(list);
   }
+}
+
+// An Encoding's own list, tuple or dict (its ids, its (starts, ends), its sequences' token
+// ranges, its words' parts), or a frozenset or dict of classes kept for the process, taken out
+// of the collector's sight when each item is atomic, a tuple of atomic items, or a list of
+// atomic items (taken out first, if it was not already). CPython keeps a tuple that holds a list tracked for good,
+// and a dict whose values were new tuples. Anything else is left.
+void untrack_part(PyObject* o) {
+  if (!PyObject_GC_IsTracked(o)) return;
+  auto settled = [](PyObject* item) {
+    if (atomic_or_flat_tuple(item)) return true;
+    if (!PyList_CheckExact(item)) return false;
+    if (!PyObject_GC_IsTracked(item)) return true;
+    for (Py_ssize_t i = 0, n = PyList_GET_SIZE(item); i < n; ++i) {
+      if (!atomic(PyList_GET_ITEM(item, i))) return false;
+    }
+    PyObject_GC_UnTrack(item);
+    return true;
+  };
+  bool flat = true;
+  if (PyList_CheckExact(o)) {
+    settled(o);
+    return;
+  }
+  if (PyTuple_CheckExact(o)) {
+    for (Py_ssize_t i = 0, n = PyTuple_GET_SIZE(o); i < n && flat; ++i) {
+      flat = settled(PyTuple_GET_ITEM(o, i));
+    }
+  } else if (PyDict_CheckExact(o)) {
+    PyObject* key = nullptr;
+    PyObject* value = nullptr;
+    Py_ssize_t at = 0;
+    while (flat && PyDict_Next(o, &at, &key, &value)) flat = atomic(key) && settled(value);
+  } else if (PyFrozenSet_CheckExact(o)) {
+    PyObject* items = PyObject_GetIter(o);
+    if (items == nullptr) throw nb::python_error();
+    PyObject* key = nullptr;
+    while (flat && (key = PyIter_Next(items)) != nullptr) {
+      flat = atomic(key);
+      Py_DECREF(key);
+    }
+    Py_DECREF(items);
+    if (PyErr_Occurred()) throw nb::python_error();
+  } else {
+    return;
+  }
+  if (flat) PyObject_GC_UnTrack(o);
+}
+
+void untrack_parts(const nb::args& objects) {
+  for (nb::handle h : objects) untrack_part(h.ptr());
+}
+
+// An Encoding the tokenizer hands back, and its parts (untrack_part), out of the collector's
+// sight, as tokenizers' native encodings are: with a loop's encodings kept, each full run of
+// the collector walked every one of them (five objects each, a cache miss or more apiece),
+// a third of encoding Mistral's or MiniLM's lines one a call. An encoding refers to its
+// tokenizer (to make its tokens and words when asked for) and to its windows; it could be
+// part of a cycle only if the tokenizer's own objects came to hold it, and such a cycle is
+// then freed only once broken.
+void settle_encoding(nb::handle encoding, const nb::args& parts) {
+  for (nb::handle h : parts) untrack_part(h.ptr());
+  if (PyObject_GC_IsTracked(encoding.ptr())) PyObject_GC_UnTrack(encoding.ptr());
 }
 
 // A new list, untracked (it holds ints: see untrack_lists), of len(before) items, then n,
@@ -1512,8 +1596,14 @@ NB_MODULE(_core, m) {
         "the special tokens spanning (0, 0), and with one_word the word ids of an input that "
         "is one word; untracked lists.");
   m.def("untrack_lists", &untrack_lists,
-        "Takes each list given that holds only ints, strings and None out of the cyclic "
-        "collector's sight.");
+        "Takes each list given that holds only ints, floats, strings, None and tuples of those "
+        "out of the cyclic collector's sight.");
+  m.def("untrack_parts", &untrack_parts,
+        "Takes each list of ints, floats, strings and None given, and each tuple, dict or "
+        "frozenset whose items (a dict's keys and values) are those, tuples of those or lists "
+        "of those, out of the cyclic collector's sight, with those lists.");
+  m.def("settle_encoding", &settle_encoding, "encoding"_a, "parts"_a,
+        "untrack_parts(*parts), then takes the encoding out of the cyclic collector's sight.");
   m.def("set_backtrack_bytes", &tokenmill::set_backtrack_bytes, "bytes"_a,
         "Pieces of at least `bytes` bytes are cut by backtracking (byte-level models whose "
         "merges allow it); returns the previous threshold.");

@@ -13,9 +13,15 @@ from __future__ import annotations
 
 import functools
 import unicodedata
+from collections.abc import Callable
 from itertools import chain
+from typing import TypeVar
 
 import regex
+
+from tokenmill import _core
+
+T = TypeVar("T")
 
 # Punctuation in Unicode 8.0 that is not any more (U+166D became a symbol, U+111C9 a mark).
 _PUNCTUATION_BEFORE = "166D 111C9"
@@ -71,7 +77,21 @@ def _with_category(*prefixes: str) -> set[int]:
             for cp in _by_category()[category]}
 
 
-@functools.cache
+def _kept(make: Callable[[], T]) -> Callable[[], T]:
+    """functools.cache for the classes, each taken out of the cyclic collector's sight (sets
+    and lists of ints, which cannot form cycles): kept for the process once a BERT file is
+    loaded, their 290,000 ints were walked one by one at every full run of the collector,
+    17 of its 23 ms."""
+    @functools.cache
+    @functools.wraps(make)
+    def kept() -> T:
+        out = make()
+        _core.untrack_parts(out)
+        return out
+    return kept
+
+
+@_kept
 def _by_category() -> dict[str, list[int]]:
     """The code points of the categories the classes start from, in one pass over Unicode."""
     out: dict[str, list[int]] = {name: [] for name in ("Cc", "Cf", "Co", "Mn")}
@@ -85,7 +105,7 @@ def _by_category() -> dict[str, list[int]]:
     return out
 
 
-@functools.cache
+@_kept
 def punctuation() -> frozenset[int]:
     """What BERT isolates: ASCII punctuation and symbols, and Unicode 8.0's P* characters."""
     ascii_punctuation = {ord(c) for c in "!\"#$%&'()*+,-./:;<=>?@[\\]^_`{|}~"}
@@ -93,14 +113,14 @@ def punctuation() -> frozenset[int]:
                      | _code_points(_PUNCTUATION_BEFORE) | ascii_punctuation)
 
 
-@functools.cache
+@_kept
 def nonspacing_marks() -> frozenset[int]:
     """What strip_accents removes after NFD: Unicode 8.0's Mn characters."""
     return frozenset((_with_category("Mn") - _code_points(_MARKS_AFTER))
                      | _code_points(_MARKS_BEFORE))
 
 
-@functools.cache
+@_kept
 def cleaned() -> frozenset[int]:
     """What clean_text removes: NUL, U+FFFD and the control, format (Unicode 8.0) and
     private-use characters, except tab, newline and carriage return (those become spaces)."""
@@ -108,14 +128,14 @@ def cleaned() -> frozenset[int]:
     return frozenset((others | {0, 0xFFFD}) - {ord("\t"), ord("\n"), ord("\r")})
 
 
-@functools.cache
+@_kept
 def decomposed() -> frozenset[int]:
     """The characters NFD changes."""
     return frozenset(cp for cp in chain(*_ASSIGNED)
                      if not unicodedata.is_normalized("NFD", chr(cp)))
 
 
-@functools.cache
+@_kept
 def lowercased() -> frozenset[int]:
     """The characters lowercasing changes."""
     return frozenset(cp for cp in chain(*_ASSIGNED) if chr(cp).lower() != chr(cp))

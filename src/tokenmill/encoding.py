@@ -69,7 +69,7 @@ class Encoding:
     """
 
     __slots__ = ("ids", "_tokens", "_offsets", "_type_ids", "_attention_mask",
-                 "_special_tokens_mask", "overflowing", "_id_to_token", "_words", "_ranges",
+                 "_special_tokens_mask", "_overflowing", "_id_to_token", "_words", "_ranges",
                  "_made_at")
 
     def __init__(self, ids: list[int], tokens: list[str] | None = None,
@@ -85,7 +85,7 @@ class Encoding:
         self._type_ids = type_ids or None
         self._attention_mask = attention_mask or None
         self._special_tokens_mask = special_tokens_mask or None
-        self.overflowing = overflowing if overflowing is not None else []
+        self._overflowing = overflowing  # (None: no window, the list made when asked for)
         self._id_to_token = id_to_token
         self._words = words
         self._ranges = sequence_ranges or None
@@ -102,6 +102,31 @@ class Encoding:
         _core.untrack_lists(self.ids, self._tokens, self._type_ids, self._attention_mask,
                             self._special_tokens_mask, starts, ends)
         return self
+
+    def _settled(self) -> Encoding:
+        """This encoding and its windows, with their own tuples and dicts (offsets, sequence
+        ranges, word parts), taken out of the cyclic collector's sight, as tokenizers' native
+        encodings are never in it. Each full run of the collector walked every encoding kept,
+        and a loop that keeps its encodings makes such runs as they pile up: they were a
+        third of encoding Mistral's or MiniLM's lines one a call. Called on what encode and
+        encode_batch hand back. (An encoding refers to its tokenizer and its windows; it
+        could be part of a reference cycle only if the tokenizer's own objects came to hold
+        it, and such a cycle is freed only once broken.)"""
+        _core.settle_encoding(self, self.ids, self._offsets, self._ranges, self._words)
+        for window in self._overflowing or ():
+            window._settled()
+        return self
+
+    @property
+    def overflowing(self) -> list[Encoding]:
+        """The windows truncation cut from this encoding (tokenizers' ``overflowing``)."""
+        if self._overflowing is None:
+            self._overflowing = []
+        return self._overflowing
+
+    @overflowing.setter
+    def overflowing(self, value: list[Encoding]) -> None:
+        self._overflowing = value
 
     @property
     def tokens(self) -> list[str]:
@@ -335,7 +360,8 @@ class Encoding:
         """A copy with some fields changed (``ids``, ``tokens``, ``offsets``, masks...)."""
         fields: dict[str, object] = {f: getattr(self, f) for f in
                                      ("ids", "tokens", "offsets", "type_ids", "attention_mask",
-                                      "special_tokens_mask", "overflowing")}
+                                      "special_tokens_mask")}
+        fields["overflowing"] = self._overflowing
         fields["words"] = self._word_source()  # (made only if asked for)
         fields["sequence_ranges"] = self._ranges
         fields.update(changes)
@@ -574,9 +600,10 @@ class Encoding:
             own = _word_parts(self)
             out._words = (*own, missing) if right else (missing, *own)
             out._made_at = self._made_at
-        out.overflowing = [o.padded(n + missing, pad_id=pad_id, pad_token=pad_token,
-                                    pad_type_id=pad_type_id, side="right" if right else "left")
-                           for o in self.overflowing]
+        if self._overflowing:
+            out.overflowing = [o.padded(n + missing, pad_id=pad_id, pad_token=pad_token,
+                                        pad_type_id=pad_type_id, side="right" if right else "left")
+                               for o in self._overflowing]
         return out._untracked()
 
     @staticmethod
@@ -655,12 +682,12 @@ class Encoding:
         """The encoding padded to ``length`` with masked-out pad tokens (longer ones unchanged)."""
         missing = length - len(self.ids)
         if missing <= 0:
-            if not self.overflowing:
+            if not self._overflowing:
                 return self
             # tokenizers pads the overflowing windows even when the first needs none.
             return self.replace(overflowing=[o.padded(length, pad_id=pad_id, pad_token=pad_token,
                                                       pad_type_id=pad_type_id, side=side)
-                                             for o in self.overflowing])
+                                             for o in self._overflowing or ()])
         # Where this encoding's tokens are unmade and the pad token is what its id -> token
         # function gives pad_id, the pad's are left unmade too: concat then makes none (padding
         # a BERT pair to its fixed length made every token, a third of encoding the pair).
@@ -674,8 +701,10 @@ class Encoding:
                        [1] * missing, id_to_token=to_token if lazy else None)
         parts = [self, pad] if side == "right" else [pad, self]
         out = Encoding.concat(parts)
-        out.overflowing = [o.padded(length, pad_id=pad_id, pad_token=pad_token,
-                                    pad_type_id=pad_type_id, side=side) for o in self.overflowing]
+        if self._overflowing:
+            out.overflowing = [o.padded(length, pad_id=pad_id, pad_token=pad_token,
+                                        pad_type_id=pad_type_id, side=side)
+                               for o in self._overflowing]
         return out
 
 

@@ -80,12 +80,12 @@ def combine(a: Encoding, b: Encoding | None, process: Process, a_first: bool = T
     i >= 1, (Xi, Y0) holding (Xi, Y1..Ym), then (Xi, Y1..Ym) themselves; then for each
     j >= 1, (X0, Yj) holding (X1..Xn, Yj).
     """
-    wa = [a, *a.overflowing]
+    wa = [a, *(a._overflowing or ())]
     if b is None:
         out = process(a, None, (False, False))
         out.overflowing = [process(w, None, (True, False)) for w in wa[1:]]
         return out
-    wb = [b, *b.overflowing]
+    wb = [b, *(b._overflowing or ())]
     wx, wy = (wa, wb) if a_first else (wb, wa)
 
     def pair(i: int, j: int) -> Encoding:
@@ -98,12 +98,12 @@ def combine(a: Encoding, b: Encoding | None, process: Process, a_first: bool = T
         head = pair(i, 0)
         # (the same windows twice, as tokenizers lists them: nested and after their head)
         rest = [pair(i, j) for j in range(1, m)]
-        head.overflowing = rest
+        head._overflowing = rest or None  # (None: the list made when asked for)
         overflowing += [head, *rest]
     for j in range(1, m):
         head = pair(0, j)
-        head.overflowing = [pair(i, j) for i in range(1, n)]
+        head._overflowing = [pair(i, j) for i in range(1, n)] or None
         overflowing.append(head)
     out = pair(0, 0)
-    out.overflowing = overflowing
+    out._overflowing = overflowing or None
     return out

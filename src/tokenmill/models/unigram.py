@@ -56,6 +56,8 @@ class Unigram(VocabLookups):
         if len(kinds) != len(self.pieces):
             raise InputError(f"kinds has {len(kinds)} entries for {len(self.pieces)} pieces")
         self.kinds = list(kinds)
+        # (out of the cyclic collector's sight: a full run walked their items one by one)
+        _core.untrack_lists(self.pieces, self.kinds)
         self.float32_sums = float32_sums
         self.vocab: dict[str, int] = {}
         for i, (piece, _) in enumerate(self.pieces):
