@@ -421,18 +421,6 @@ void untrack_parts(const nb::args& objects) {
   for (nb::handle h : objects) untrack_part(h.ptr());
 }
 
-// An Encoding the tokenizer hands back, and its parts (untrack_part), out of the collector's
-// sight, as tokenizers' native encodings are: with a loop's encodings kept, each full run of
-// the collector walked every one of them (five objects each, a cache miss or more apiece),
-// a third of encoding Mistral's or MiniLM's lines one a call. An encoding refers to its
-// tokenizer (to make its tokens and words when asked for) and to its windows; it could be
-// part of a cycle only if the tokenizer's own objects came to hold it, and such a cycle is
-// then freed only once broken.
-void settle_encoding(nb::handle encoding, const nb::args& parts) {
-  for (nb::handle h : parts) untrack_part(h.ptr());
-  if (PyObject_GC_IsTracked(encoding.ptr())) PyObject_GC_UnTrack(encoding.ptr());
-}
-
 // A new list, untracked (it holds ints: see untrack_lists), of len(before) items, then n,
 // then len(after): before's items or before_pad in each of the first, part's first n items or
 // part_pad (part null), after's items or after_pad (each pad, where not null, in every place).
@@ -1602,8 +1590,6 @@ NB_MODULE(_core, m) {
         "Takes each list of ints, floats, strings and None given, and each tuple, dict or "
         "frozenset whose items (a dict's keys and values) are those, tuples of those or lists "
         "of those, out of the cyclic collector's sight, with those lists.");
-  m.def("settle_encoding", &settle_encoding, "encoding"_a, "parts"_a,
-        "untrack_parts(*parts), then takes the encoding out of the cyclic collector's sight.");
   m.def("set_backtrack_bytes", &tokenmill::set_backtrack_bytes, "bytes"_a,
         "Pieces of at least `bytes` bytes are cut by backtracking (byte-level models whose "
         "merges allow it); returns the previous threshold.");

@@ -104,15 +104,14 @@ class Encoding:
         return self
 
     def _settled(self) -> Encoding:
-        """This encoding and its windows, with their own tuples and dicts (offsets, sequence
-        ranges, word parts), taken out of the cyclic collector's sight, as tokenizers' native
-        encodings are never in it. Each full run of the collector walked every encoding kept,
-        and a loop that keeps its encodings makes such runs as they pile up: they were a
-        third of encoding Mistral's or MiniLM's lines one a call. Called on what encode and
-        encode_batch hand back. (An encoding refers to its tokenizer and its windows; it
-        could be part of a reference cycle only if the tokenizer's own objects came to hold
-        it, and such a cycle is freed only once broken.)"""
-        _core.settle_encoding(self, self.ids, self._offsets, self._ranges, self._words)
+        """This encoding, its windows' likewise, with its own lists, tuples and dicts of ints
+        (ids, offsets, sequence ranges, word parts) taken out of the cyclic collector's sight:
+        CPython keeps a tuple that holds a list tracked for good, and each full run of the
+        collector walked them all for every encoding kept. Called on what encode and
+        encode_batch hand back. (The encoding itself stays in sight: it refers to its
+        tokenizer, which may reach a script's globals through a class or component defined
+        there, and a cycle through an untracked object is never freed, not even at exit.)"""
+        _core.untrack_parts(self.ids, self._offsets, self._ranges, self._words)
         for window in self._overflowing or ():
             window._settled()
         return self
@@ -342,7 +341,8 @@ class Encoding:
             return NotImplemented
         return all(getattr(self, f) == getattr(other, f) for f in
                    ("ids", "tokens", "offsets", "type_ids", "attention_mask",
-                    "special_tokens_mask", "overflowing", "sequence_ids")) and \
+                    "special_tokens_mask", "sequence_ids")) and \
+            (self._overflowing or []) == (other._overflowing or []) and \
             self._comparable_words() == other._comparable_words()
 
     def _comparable_words(self) -> object:

@@ -166,18 +166,22 @@ class Tokenizer:
     _source_ref: weakref.ref[Callable[[int], str | None]] | None = None
 
     def _token_source(self) -> Callable[[int], str | None]:
-        """``self.id_to_token``, the one method object for every encoding made while one
-        that holds it lives (an encoding makes its tokens and words with it when asked for):
-        a new bound method an encode was an object more in the cyclic collector's sight for
-        each encoding kept. Held weakly, as the tokenizer holding its own method would be a
-        cycle, which only the collector frees; so the tokenizer is still freed as soon as
-        nothing refers to it."""
+        """``self.id_to_token``, one method object for every encoding made while one that
+        holds it lives (an encoding makes its tokens and words with it when asked for): a new
+        bound method an encode was an object more in the cyclic collector's sight for each
+        encoding kept. Held weakly, as the tokenizer holding its own method would be a cycle,
+        which only the collector frees; so the tokenizer is still freed as soon as nothing
+        refers to it. A replaced ``id_to_token`` is taken at once, as before."""
+        current = self.id_to_token
         ref = self._source_ref
         source = ref() if ref is not None else None
-        if source is None:
-            source = self.id_to_token
-            object.__setattr__(self, "_source_ref", weakref.ref(source))
-        return source
+        if source is not None and source == current:
+            return source
+        try:
+            object.__setattr__(self, "_source_ref", weakref.ref(current))
+        except TypeError:  # (a replacement that takes no weak reference is used as it is)
+            object.__setattr__(self, "_source_ref", None)
+        return current
 
     def get_vocab(self, with_added_tokens: bool = True) -> dict[str, int]:
         vocab = self.model.get_vocab()
