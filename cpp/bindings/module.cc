@@ -350,6 +350,17 @@ bool atomic_or_flat_tuple(PyObject* item) {
   return true;
 }
 
+// Takes a list whose items are all atomic or tuples of atomic items out of the collector's
+// sight; whether it is out of it (now or before).
+bool untrack_flat_list(PyObject* list) {
+  if (!PyObject_GC_IsTracked(list)) return true;
+  for (Py_ssize_t i = 0, n = PyList_GET_SIZE(list); i < n; ++i) {
+    if (!atomic_or_flat_tuple(PyList_GET_ITEM(list, i))) return false;
+  }
+  PyObject_GC_UnTrack(list);
+  return true;
+}
+
 }  // namespace
 
 // Each list given that holds only ints, floats, strings, None and tuples of those, taken out
@@ -360,36 +371,23 @@ bool atomic_or_flat_tuple(PyObject* item) {
 // full run, most of its time. Other objects, and lists holding anything else, are left.
 void untrack_lists(const nb::args& objects) {
   for (nb::handle h : objects) {
-    PyObject* list = h.ptr();
-    if (!PyList_CheckExact(list) || !PyObject_GC_IsTracked(list)) continue;
-    bool flat = true;
-    for (Py_ssize_t i = 0, n = PyList_GET_SIZE(list); i < n && flat; ++i) {
-      flat = atomic_or_flat_tuple(PyList_GET_ITEM(list, i));
-    }
-    if (flat) PyObject_GC_UnTrack(list);
+    if (PyList_CheckExact(h.ptr())) untrack_flat_list(h.ptr());
   }
 }
 
 // An Encoding's own list, tuple or dict (its ids, its (starts, ends), its sequences' token
 // ranges, its words' parts), or a frozenset or dict of classes kept for the process, taken out
-// of the collector's sight when each item is atomic, a tuple of atomic items, or a list of
-// atomic items (taken out first, if it was not already). CPython keeps a tuple that holds a list tracked for good,
-// and a dict whose values were new tuples. Anything else is left.
+// of the collector's sight when each item is atomic, a tuple of atomic items, or a list
+// untrack_flat_list takes out (first). CPython keeps a tuple that holds a list tracked for
+// good, and a dict whose values were new tuples. Anything else is left.
 void untrack_part(PyObject* o) {
   if (!PyObject_GC_IsTracked(o)) return;
   auto settled = [](PyObject* item) {
-    if (atomic_or_flat_tuple(item)) return true;
-    if (!PyList_CheckExact(item)) return false;
-    if (!PyObject_GC_IsTracked(item)) return true;
-    for (Py_ssize_t i = 0, n = PyList_GET_SIZE(item); i < n; ++i) {
-      if (!atomic(PyList_GET_ITEM(item, i))) return false;
-    }
-    PyObject_GC_UnTrack(item);
-    return true;
+    return atomic_or_flat_tuple(item) || (PyList_CheckExact(item) && untrack_flat_list(item));
   };
   bool flat = true;
   if (PyList_CheckExact(o)) {
-    settled(o);
+    untrack_flat_list(o);
     return;
   }
   if (PyTuple_CheckExact(o)) {

@@ -9,9 +9,8 @@ import json
 import operator
 import os
 import random
-import weakref
 from collections import Counter
-from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence, Set
+from collections.abc import Iterable, Iterator, Mapping, Sequence, Set
 from contextlib import contextmanager
 from functools import partial
 from itertools import islice
@@ -162,27 +161,6 @@ class Tokenizer:
         added = self._added.by_id.get(id)
         return added.content if added else self.model.id_to_token(id)
 
-    # (the weak reference to _token_source's method; see there)
-    _source_ref: weakref.ref[Callable[[int], str | None]] | None = None
-
-    def _token_source(self) -> Callable[[int], str | None]:
-        """``self.id_to_token``, one method object for every encoding made while one that
-        holds it lives (an encoding makes its tokens and words with it when asked for): a new
-        bound method an encode was an object more in the cyclic collector's sight for each
-        encoding kept. Held weakly, as the tokenizer holding its own method would be a cycle,
-        which only the collector frees; so the tokenizer is still freed as soon as nothing
-        refers to it. A replaced ``id_to_token`` is taken at once, as before."""
-        current = self.id_to_token
-        ref = self._source_ref
-        source = ref() if ref is not None else None
-        if source is not None and source == current:
-            return source
-        try:
-            object.__setattr__(self, "_source_ref", weakref.ref(current))
-        except TypeError:  # (a replacement that takes no weak reference is used as it is)
-            object.__setattr__(self, "_source_ref", None)
-        return current
-
     def get_vocab(self, with_added_tokens: bool = True) -> dict[str, int]:
         vocab = self.model.get_vocab()
         if with_added_tokens:
@@ -306,8 +284,7 @@ class Tokenizer:
         """_encode_text's Encoding where the core encodes the whole pipeline, else None."""
         bert_plan = self._core_plans()[0]
         if bert_plan is not None and not vocab.any_normalized:
-            return bert.encode_natively(bert_plan, text, vocab.split(text),
-                                        self._token_source())
+            return bert.encode_natively(bert_plan, text, vocab.split(text), self.id_to_token)
         # only ever without a normalizer; BPE-dropout takes the pipeline's path
         native = self.native_plan() if dropout is None else None
         if native is not None:
@@ -315,13 +292,13 @@ class Tokenizer:
             cut = vocab.split(text)
             return Encoding.spliced(cut, [_core.encode_offsets(native[0], native[1], text[a:b])
                                           for token, a, b in cut if token is None],
-                                    self._token_source())
+                                    self.id_to_token)
         spaced_plan = self._core_plans()[1] if dropout is None else None
         # (a normalizer's plan was made without normalized added tokens; this call's vocabulary
         # is looked at too, as another thread may have added some since)
         if spaced_plan is not None and (self.normalizer is None or not vocab.any_normalized):
             return spaced.encode_natively(spaced_plan, text, vocab.split(text),
-                                          self._token_source())
+                                          self.id_to_token)
         return None
 
     def _encode_in_python(self, text: str, vocab: AddedVocabulary,
@@ -353,7 +330,7 @@ class Tokenizer:
                     ends.append(hi)
         # As in Hugging Face, special_tokens_mask marks only what a post-processor adds: a
         # special token matched in the text is the user's own token.
-        return Encoding(ids, offsets=(starts, ends), id_to_token=self._token_source())
+        return Encoding(ids, offsets=(starts, ends), id_to_token=self.id_to_token)
 
     def _word_ids_of(self, text: str, vocab: AddedVocabulary,
                      dropout: tuple[float, int] | None,
@@ -479,7 +456,7 @@ class Tokenizer:
                           processor is None or processor.first_input == "A")
         if padding is not None:
             out = padding.pad(out, len(out))
-        return out._settled()
+        return out
 
     def _lay_out_single(self, a: Encoding, add_special_tokens: bool) -> Encoding:
         """The post-processor's layout of one input without overflowing windows: combine's,
@@ -518,7 +495,8 @@ class Tokenizer:
         ``pad_to_multiple_of``.
         """
         return self._encode(text, pair, add_special_tokens, truncation or self.truncation,
-                            self.padding, allowed_special, disallowed_special, dropout, seed)
+                            self.padding, allowed_special, disallowed_special, dropout,
+                            seed)._settled()
 
     def _encode(self, text: str, pair: str | None, add_special_tokens: bool,
                 truncation: Truncation | None, padding: Padding | None,
@@ -627,7 +605,9 @@ class Tokenizer:
             # (its lists and Encodings made out of the collector's sight, as the batch's: its
             # runs walked every list of the batch again, two thirds of padding MiniLM's)
             with _collector_paused():
-                out = [padding.pad(e, longest)._settled() for e in out]
+                out = [padding.pad(e, longest) for e in out]
+        for e in out:  # (what is handed back, once: not what a pad replaced)
+            e._settled()
         return out
 
     def _encode_batch_natively(self, items: list[tuple[str, str | None]],
@@ -711,7 +691,7 @@ class Tokenizer:
         kept = truncation is None and (processor is None or (keeps is not None and keeps()))
         parts = iter(encoded)
         cut_of = iter(cuts)  # each text's cut, pairs' two in a row
-        to_token = self._token_source()
+        to_token = self.id_to_token
         generation = self._generation
         done: list[Encoding] = []
 
@@ -735,7 +715,7 @@ class Tokenizer:
                 if pair is None and kept:
                     if processor is not None:  # (it marks its input, as tokenizers' do)
                         a._ranges = _WHOLE
-                    done.append(a._settled())
+                    done.append(a)
                     continue
                 b = made(pair) if pair is not None else None
                 done.append(self._post(a, b, add_special_tokens, truncation, None))
