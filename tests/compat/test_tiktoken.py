@@ -669,10 +669,11 @@ def test_gpt2_merges_that_disagree_with_the_vocab(tmp_path):
         tokenmill.load(tmp_path)
 
 
-# The piece cache (cpp/src/bpe.cc) starts with 65,536 sets and doubles once when pieces keep
-# losing their place in full sets, copying each entry whose piece now belongs in the new half.
-# In a process of its own, so the growth happens here and inside a batch on two threads:
-# words of random letters are mostly new pieces, far more than the first half holds.
+# The piece cache (cpp/src/bpe.cc) starts with 65,536 sets and grows once, to four times that,
+# when pieces keep losing their place in full sets, copying each entry whose piece now belongs
+# in another quarter. In a process of its own, so the growth happens here and inside a batch on
+# two threads: words of random letters are mostly new pieces, far more than the first quarter
+# holds.
 GROWTH_SCRIPT = r"""
 import random, sys
 from pathlib import Path
@@ -696,7 +697,7 @@ assert _core.piece_cache_sets() == 65_536, "grew too early"
 assert got == ref.encode_ordinary_batch(early, num_threads=2)
 want = ref.encode_ordinary_batch(late, num_threads=2)
 assert tok.encode_ordinary_batch(late, num_threads=2) == want  # the growth, on two threads
-assert _core.piece_cache_sets() == 131_072, _core.piece_cache_sets()
+assert _core.piece_cache_sets() == 262_144, _core.piece_cache_sets()
 for threads in (1, 2):  # after it: entries copied, left behind, written since
     assert tok.encode_ordinary_batch(early, num_threads=threads) == got
     assert tok.encode_ordinary_batch(late, num_threads=threads) == want
