@@ -1595,7 +1595,7 @@ NB_MODULE(_core, m) {
         "Words of at least `symbols` symbols (2 at least) are merged by the bucket walk; "
         "returns the previous threshold (for tests).");
   m.def("piece_cache_sets", &tokenmill::piece_cache_sets,
-        "The piece cache's sets in use: 65,536, or 131,072 once it has grown (for tests).");
+        "The piece cache's sets in use: 65,536, or 262,144 once it has grown (for tests).");
   m.def(
       "load_ranks",
       [](const nb::bytes& data, std::size_t cache_capacity) {

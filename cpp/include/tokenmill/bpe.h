@@ -159,7 +159,7 @@ class LongPieceText {
 std::size_t set_bucket_symbols(std::size_t symbols);
 
 // The sets of the piece cache in use (shared by every model of the process): 65,536 of two
-// entries, then twice that once pieces have lost their place in full sets often enough.
+// entries, then four times that once pieces have lost their place in full sets often enough.
 std::size_t piece_cache_sets();
 
 // Per-thread scratch vectors (symbols, spans, ids) keep at most this many elements' room after a
