@@ -799,9 +799,10 @@ void grow_piece_table() {
       uint64_t meta = 0, ids01 = 0, ids23 = 0;
       if (!piece_take(e, tag, k, meta, ids01, ids23)) continue;  // (one being written is left)
       PieceCacheSet& to = piece_slot(grown, k);
+      // (q < kQuarters by the grown mask; q is 0 for a piece that stays, and another set than
+      // s's in quarter q is an entry out of place, left there)
       const auto q = static_cast<uint64_t>(&to - sets) / kFirstPieceSets;
-      // (q is 0 for a piece that stays; another set is an entry out of place, left there)
-      if (q == 0 || q >= kQuarters || &to != &sets[s + q * kFirstPieceSets]) continue;
+      if (q == 0 || &to != &sets[s + q * kFirstPieceSets]) continue;
       piece_write(to.way[used[q]++], tag, k, meta, ids01, ids23);
     }
   }

@@ -687,7 +687,7 @@ class Encoding:
             # tokenizers pads the overflowing windows even when the first needs none.
             return self.replace(overflowing=[o.padded(length, pad_id=pad_id, pad_token=pad_token,
                                                       pad_type_id=pad_type_id, side=side)
-                                             for o in self._overflowing or ()])
+                                             for o in self._overflowing])
         # Where this encoding's tokens are unmade and the pad token is what its id -> token
         # function gives pad_id, the pad's are left unmade too: concat then makes none (padding
         # a BERT pair to its fixed length made every token, a third of encoding the pair).

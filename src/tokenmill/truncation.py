@@ -83,7 +83,7 @@ def combine(a: Encoding, b: Encoding | None, process: Process, a_first: bool = T
     wa = [a, *(a._overflowing or ())]
     if b is None:
         out = process(a, None, (False, False))
-        out.overflowing = [process(w, None, (True, False)) for w in wa[1:]]
+        out._overflowing = [process(w, None, (True, False)) for w in wa[1:]] or None
         return out
     wb = [b, *(b._overflowing or ())]
     wx, wy = (wa, wb) if a_first else (wb, wa)
