@@ -1596,6 +1596,9 @@ NB_MODULE(_core, m) {
         "returns the previous threshold (for tests).");
   m.def("piece_cache_sets", &tokenmill::piece_cache_sets,
         "The piece cache's sets in use: 65,536, or 262,144 once it has grown (for tests).");
+  m.def("piece_cache_skipped_batches", &tokenmill::piece_cache_skipped_batches,
+        "Batches of pieces this process merged without the piece cache, their text's batches "
+        "before them having nearly all missed there (for tests).");
   m.def(
       "load_ranks",
       [](const nb::bytes& data, std::size_t cache_capacity) {

@@ -818,6 +818,20 @@ inline void count_piece_loss() {
 
 }  // namespace
 
+namespace {
+std::atomic<std::size_t> skipped_batches{0};
+}  // namespace
+
+// (Once a text, not once a batch: threads encoding random text side by side would pass the
+// count's line between them at every batch.)
+PieceMisses::~PieceMisses() {
+  if (skipped != 0) skipped_batches.fetch_add(skipped, std::memory_order_relaxed);
+}
+
+std::size_t piece_cache_skipped_batches() {
+  return skipped_batches.load(std::memory_order_relaxed);
+}
+
 std::size_t piece_cache_sets() {
   const uint64_t mask = piece_set_mask.load(std::memory_order_relaxed);
   return static_cast<std::size_t>((mask >> kSetBytesLog2) + 1);
@@ -854,13 +868,16 @@ inline std::string_view piece_at(std::string_view text, const Bounds& bounds, st
   return {text.data() + bounds.begin(k), bounds.end(k) - bounds.begin(k)};
 }
 
-// The key of piece k, if it fits in the cache, and its line asked for.
+// The key of piece k, if it fits in the cache, and its set's lines asked for (not for an ASCII
+// piece of ask_below bytes or more, which is not looked for there).
 template <typename Bounds>
 inline void key_piece(std::string_view text, const Bounds& bounds, std::size_t k,
-                      const PieceTable& cache, PieceKey* keys) {
+                      const PieceTable& cache, PieceKey* keys,
+                      std::size_t ask_below = kPieceKeyBytes + 1) {
   const std::size_t len = bounds.end(k) - bounds.begin(k);
   if (len == 0 || len > kPieceKeyBytes) return;
   piece_key(text, bounds.begin(k), len, keys[k]);
+  if (len >= ask_below && key_is_ascii(keys[k])) return;
   // Both lines of the set: a piece not in the first way is looked for in the second, whose line
   // nothing else asks for ahead. (Asked for at the lookup, it waited on memory: three quarters
   // of the lookup's time over new base64, where the second way is read for every piece; a
@@ -1216,14 +1233,18 @@ std::size_t BPEModel::encode_missed_ascii(std::string_view piece, const PieceKey
                                           PieceCacheSet& set, uint32_t* tok, uint64_t word_hash,
                                           SpareMoves* moves) const {
   uint32_t ends[kPieceKeyBytes];
-  std::size_t count = 1;
-  if (!options_.ignore_merges || !vocab_.find(piece, word_hash, tok[0])) {
-    count = merge_ascii(piece, tok, ends);
-  } else {
-    ends[0] = static_cast<uint32_t>(piece.size());
-  }
+  const std::size_t count = ascii_tokens(piece, tok, ends, word_hash);
   keep_piece(piece, key, set, tok, ends, count, moves);
   return count;
+}
+
+std::size_t BPEModel::ascii_tokens(std::string_view piece, uint32_t* tok, uint32_t* ends,
+                                   uint64_t word_hash) const {
+  if (options_.ignore_merges && vocab_.find(piece, word_hash, tok[0])) {
+    ends[0] = static_cast<uint32_t>(piece.size());
+    return 1;
+  }
+  return merge_ascii(piece, tok, ends);
 }
 
 // apply_merges' scan on a piece of at most 32 bytes, whose symbols are its bytes: ids and ends
@@ -1339,7 +1360,7 @@ namespace {
 
 template <typename Bounds>
 void BPEModel::encode_ids_of(std::string_view text, const Bounds& bounds, std::size_t count,
-                             std::vector<uint32_t>& ids) const {
+                             std::vector<uint32_t>& ids, PieceMisses* misses) const {
   // The spans of pieces the cache does not hold, kept by each thread; reached only for such a
   // piece (a reach of a thread-local in this library is a call, which a batch of pieces all
   // found in the cache made for nothing).
@@ -1374,7 +1395,18 @@ void BPEModel::encode_ids_of(std::string_view text, const Bounds& bounds, std::s
   const uint32_t tag = piece_tag(serial_);
   PieceKey keys[kPieceBatch];
   const std::size_t n = std::min(count, kPieceBatch);
-  for (std::size_t k = 0; k < std::min(n, kLookAhead); ++k) key_piece(text, bounds, k, cache, keys);
+  // A batch of random text merges its ASCII pieces without the cache (PieceMisses): each was a
+  // miss to memory for a set, an entry written there, and an entry of the model's moved out
+  // for it; over new base64, a fifth of the time (a megabyte, o200k_base: 22.8 -> 18 ms), and
+  // the cache kept nothing that was met again.
+  const bool skip = ascii_merges_ && misses != nullptr && misses->skip > 0;
+  const std::size_t ask_below = skip ? PieceMisses::kLeastBytes : kPieceKeyBytes + 1;
+  // Pieces of PieceMisses::kLeastBytes or more found in the cache, and ASCII ones not found
+  std::size_t long_found = 0;
+  std::size_t ascii_missed = 0;
+  for (std::size_t k = 0; k < std::min(n, kLookAhead); ++k) {
+    key_piece(text, bounds, k, cache, keys, ask_below);
+  }
   // The cache is read for every piece first (the line of the piece kLookAhead on asked for at
   // each step), and the vocabulary's lines asked for the pieces it does not hold, so the
   // misses of a batch wait for memory together, not one by one.
@@ -1416,11 +1448,17 @@ void BPEModel::encode_ids_of(std::string_view text, const Bounds& bounds, std::s
   // is every piece), the rest once the ones before them are merged.
   std::size_t emitted = 0;
   for (std::size_t k = 0; k < n; ++k) {
-    if (k + kLookAhead < n) key_piece(text, bounds, k + kLookAhead, cache, keys);
+    if (k + kLookAhead < n) key_piece(text, bounds, k + kLookAhead, cache, keys, ask_below);
     const std::string_view piece = piece_at(text, bounds, k);
     found[k].meta = 0;
     if (piece.empty()) {
       emitted += emitted == k;
+      continue;
+    }
+    if (skip && piece.size() >= PieceMisses::kLeastBytes && piece.size() <= kPieceKeyBytes &&
+        key_is_ascii(keys[k])) {
+      word_hash[k] = hash_bytes(piece);
+      if (options_.ignore_merges) vocab_.prefetch_hashed(word_hash[k]);
       continue;
     }
     // (A spare entry is read here, not put off with the misses: the table is small enough to
@@ -1440,8 +1478,12 @@ void BPEModel::encode_ids_of(std::string_view text, const Bounds& bounds, std::s
         keys[k].hash = piece.size() < long_piece ? word_hash[k] : hash_bytes(piece);
         word_cache_.prefetch(keys[k].hash);
       }
-    } else if (emitted == k && emit_found(found[k])) {
-      emitted = k + 1;
+    } else {
+      // (ASCII or not: near enough.) A found piece is of 32 bytes at most, so this is 1 for one
+      // of kLeastBytes or more, and 0 for one shorter, without a compare that the compiler
+      // might make a branch: taken for every piece, unpredictable in code and English.
+      long_found += (piece.size() + (64 - PieceMisses::kLeastBytes)) >> 6;
+      if (emitted == k && emit_found(found[k])) emitted = k + 1;
     }
   }
   for (std::size_t k = emitted; k < n; ++k) {
@@ -1449,8 +1491,17 @@ void BPEModel::encode_ids_of(std::string_view text, const Bounds& bounds, std::s
     if (piece.empty() || emit_found(found[k])) continue;
     if (found[k].meta == 0 && piece.size() <= kPieceKeyBytes && ascii_merges_ &&
         key_is_ascii(keys[k])) {
-      gathered_count += encode_missed_ascii(piece, keys[k], piece_slot(cache, keys[k]),
-                                            gathered + gathered_count, word_hash[k], &moves);
+      // (Counted here, among the misses, not where every piece is looked for: with tests of
+      // length and of ASCII there, the compiler branched on them before each lookup, which
+      // code and English made unpredictable: a pass over code seen before went a fifth slower.)
+      ascii_missed += piece.size() >= PieceMisses::kLeastBytes;
+      if (skip && piece.size() >= PieceMisses::kLeastBytes) {
+        uint32_t ends[kPieceKeyBytes];
+        gathered_count += ascii_tokens(piece, gathered + gathered_count, ends, word_hash[k]);
+      } else {
+        gathered_count += encode_missed_ascii(piece, keys[k], piece_slot(cache, keys[k]),
+                                              gathered + gathered_count, word_hash[k], &moves);
+      }
       continue;
     }
     hand_over();
@@ -1474,17 +1525,29 @@ void BPEModel::encode_ids_of(std::string_view text, const Bounds& bounds, std::s
   if (spans_kept != nullptr && spans_kept->capacity() > kScratchKept) {
     std::vector<TokenSpan>().swap(*spans_kept);
   }
-  if (count > n) encode_ids_of(text, bounds.after(n), count - n, ids);
+  if (misses != nullptr && ascii_merges_) {
+    if (skip) {
+      --misses->skip;
+      ++misses->skipped;
+    } else if (long_found + ascii_missed < 8) {
+      // too few to tell: the streak stays as it is
+    } else if (ascii_missed * 16 >= (long_found + ascii_missed) * 15) {
+      if (++misses->streak >= PieceMisses::kMissStreak) misses->skip = PieceMisses::kMissSkip;
+    } else {
+      misses->streak = 0;
+    }
+  }
+  if (count > n) encode_ids_of(text, bounds.after(n), count - n, ids, misses);
 }
 
 void BPEModel::encode_pieces_ids(std::string_view text, const uint32_t* bounds, std::size_t count,
-                                 std::vector<uint32_t>& ids) const {
-  encode_ids_of(text, PiecePairs{bounds}, count, ids);
+                                 std::vector<uint32_t>& ids, PieceMisses* misses) const {
+  encode_ids_of(text, PiecePairs{bounds}, count, ids, misses);
 }
 
 void BPEModel::encode_run_ids(std::string_view text, const std::size_t* ends, std::size_t count,
-                              std::vector<uint32_t>& ids) const {
-  encode_ids_of(text, PieceRun{ends}, count, ids);
+                              std::vector<uint32_t>& ids, PieceMisses* misses) const {
+  encode_ids_of(text, PieceRun{ends}, count, ids, misses);
 }
 
 // With the piece cache, the words that come here cacheable are over 32 bytes (runs of Chinese

@@ -452,13 +452,14 @@ void encode_text(const BPEModel& model, SplitPattern pattern, std::string_view t
   // (offsets, which count from the text's start, need the text under 4 GiB).
   std::size_t window = 0;
   constexpr std::size_t kMax32 = 0xFFFFFFFFu;
+  PieceMisses misses;  // the ids path's record of the text's batches in the piece cache
   if (with_offsets && text.size() > kMax32) {
     throw Error("a text of 4 GiB or more has offsets that do not fit in 32 bits");
   }
   auto flush = [&] {
     if (count == 0) return;
     if (!with_offsets) {
-      model.encode_pieces_ids(text.substr(window), bounds, count, out.ids);
+      model.encode_pieces_ids(text.substr(window), bounds, count, out.ids, &misses);
       count = 0;
       return;
     }
@@ -503,7 +504,7 @@ void encode_text(const BPEModel& model, SplitPattern pattern, std::string_view t
       if (run) {
         run_ends[0] = i;
         const std::size_t got = scan_pieces(pattern, text, i, run_ends + 1, kBatch);
-        model.encode_run_ids(text, run_ends + 1, got, out.ids);
+        model.encode_run_ids(text, run_ends + 1, got, out.ids, &misses);
         i = run_ends[got];
         continue;
       }

@@ -18,7 +18,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import tokenmill
-from tokenmill import InputError
+from tokenmill import InputError, _core
 
 NAMES = ["r50k_base", "p50k_base", "cl100k_base", "o200k_base"]
 
@@ -716,6 +716,34 @@ def test_piece_cache_grows_without_changing_an_id(shared_data, encodings, name):
                           encodings[name]["pat_str"]], capture_output=True, text=True,
                          timeout=600)
     assert run.returncode == 0 and run.stdout.strip() == "ok", run.stderr[-2000:]
+
+
+# A text whose ASCII pieces of four bytes or more nearly all miss the piece cache, batch after
+# batch (random base64), merges them without it for a while (cpp/src/bpe.cc, PieceMisses),
+# then looks again: ids as tiktoken's through every change, text before and after included.
+@pytest.mark.parametrize("name", NAMES)
+def test_random_text_merged_without_the_piece_cache_keeps_every_id(pairs, name):
+    tok, ref = pairs[name]
+    rnd = random.Random(name)
+    blob = base64.b64encode(rnd.randbytes(150_000)).decode("ascii")
+    words = " ".join(rnd.choice(["the", "tokenizer", "merges", "pieces", "of", "text,",
+                                 "Piece", "12345", "caché", "東京"]) for _ in range(20_000))
+    texts = [blob, words + blob + words, blob[:5_000] + words[:20_000] + blob[5_000:],
+             words, "x" + blob[:3_000], blob + "é" + blob[::-1]]
+    before = _core.piece_cache_skipped_batches()
+    want = [ref.encode_ordinary(t) for t in texts]
+    assert [tok.encode_ordinary(t) for t in texts] == want
+    skipped = _core.piece_cache_skipped_batches() - before
+    # Each blob of 200 kB is some 3,000 batches of 64 pieces: most are skipped.
+    assert skipped > 3_000, skipped
+    assert tok.encode_ordinary_batch(texts, num_threads=2) == want
+    flat = tok.encode_batch_np(texts, num_threads=2)
+    assert flat["ids"].tolist() == [i for ids in want for i in ids]
+    assert tok.count_tokens(texts, num_threads=1) == [len(ids) for ids in want]
+    # Words that come back are found in the cache: no batch of them is skipped.
+    before = _core.piece_cache_skipped_batches()
+    assert tok.encode_ordinary(words) == want[3]
+    assert _core.piece_cache_skipped_batches() == before
 
 
 @pytest.mark.parametrize("name", NAMES)

@@ -162,6 +162,26 @@ std::size_t set_bucket_symbols(std::size_t symbols);
 // entries, then four times that once pieces have lost their place in full sets often enough.
 std::size_t piece_cache_sets();
 
+// How a text's batches of pieces have fared in the piece cache, for the ids path (encode_text
+// keeps one a text): after kMissStreak batches in a row whose ASCII pieces of kLeastBytes or
+// more nearly all missed (random text: base64), the next kMissSkip batches merge such pieces
+// without looking for them there or keeping them, then a batch looks again. (Shorter pieces
+// come back even in random text: 70% of base64's pieces are of one or two bytes.)
+struct PieceMisses {
+  static constexpr std::size_t kLeastBytes = 4;
+  static constexpr unsigned kMissStreak = 4;
+  static constexpr unsigned kMissSkip = 16;
+  unsigned streak = 0;  // batches in a row whose ASCII pieces nearly all missed
+  unsigned skip = 0;    // batches still to merge without the cache
+  std::size_t skipped = 0;  // batches merged without it, added to the process's count at the end
+  PieceMisses() = default;
+  PieceMisses(const PieceMisses&) = delete;
+  PieceMisses& operator=(const PieceMisses&) = delete;
+  ~PieceMisses();
+};
+// Batches of pieces merged without the piece cache in this process (for tests).
+std::size_t piece_cache_skipped_batches();
+
 // Per-thread scratch vectors (symbols, spans, ids) keep at most this many elements' room after a
 // piece: threads live on in the encoding pool, and one huge piece must not hold its memory.
 constexpr std::size_t kScratchKept = std::size_t{1} << 16;
@@ -195,15 +215,16 @@ class BPEModel {
   void encode_pieces(std::string_view text, const uint32_t* bounds, std::size_t count,
                      std::vector<TokenSpan>& out) const;
   // The same, the ids only (no spans made for pieces found in the cache).
+  // misses: the text's record of its batches (PieceMisses), or null.
   void encode_pieces_ids(std::string_view text, const uint32_t* bounds, std::size_t count,
-                         std::vector<uint32_t>& ids) const;
+                         std::vector<uint32_t>& ids, PieceMisses* misses = nullptr) const;
   // The same for pieces that follow one another, as scan_pieces gives them: piece k is
   // text[ends[k - 1], ends[k]), where ends[-1], the first piece's start, must be readable.
   // A piece long enough for backtracking (backtrack_threshold) is cut by it, as
   // encode_long_ids would, when it is too long for the piece cache (kPieceCacheBytes);
   // shorter ones take the cache whatever the threshold.
   void encode_run_ids(std::string_view text, const std::size_t* ends, std::size_t count,
-                      std::vector<uint32_t>& ids) const;
+                      std::vector<uint32_t>& ids, PieceMisses* misses = nullptr) const;
 
   // BPE-dropout (Provilkov et al., 2020): as encode_word, but at every step each applicable
   // merge is skipped with probability `dropout`, in rank order, and the first one kept is
@@ -286,7 +307,7 @@ class BPEModel {
   // encode_pieces_ids and encode_run_ids, the batch's pieces where Bounds says (bpe.cc).
   template <typename Bounds>
   void encode_ids_of(std::string_view text, const Bounds& bounds, std::size_t count,
-                     std::vector<uint32_t>& ids) const;
+                     std::vector<uint32_t>& ids, PieceMisses* misses) const;
   // A piece of up to 32 bytes through the piece cache; its spans start at offset. The two
   // ways it takes when the piece has no tokens in its entry: the entry sends it to the word
   // cache (marked), or there is no entry (missed: merged, and an entry written if it can).
@@ -302,6 +323,9 @@ class BPEModel {
   std::size_t encode_missed_ascii(std::string_view piece, const PieceKey& key,
                                   PieceCacheSet& set, uint32_t* tok, uint64_t word_hash,
                                   SpareMoves* moves) const;
+  // The same without the entry: the tokens only (their ends at `ends`).
+  std::size_t ascii_tokens(std::string_view piece, uint32_t* tok, uint32_t* ends,
+                           uint64_t word_hash) const;
   // ascii_merges_: merges an ASCII piece of at most 32 bytes as apply_merges does its bytes'
   // symbols; writes its tokens' ids and ends (in the piece); returns how many.
   std::size_t merge_ascii(std::string_view piece, uint32_t* tok, uint32_t* ends) const;
