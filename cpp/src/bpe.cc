@@ -47,6 +47,15 @@ constexpr unsigned kPackedIdBits = 18;
 
 std::atomic<uint64_t> next_serial{1};  // model serial numbers; 0 marks an empty cache slot
 
+// BPEModel::token_filter_: 2^20 bits (128 KiB), two a token, from the top and the middle of
+// its hash_bytes (the vocabulary's table takes the low bits). o200k_base's 200,000 tokens set
+// a third of the bits, so one piece in nine that is no token gets past it.
+constexpr int kTokenFilterBits = 20;
+constexpr std::size_t kTokenFilterWords = (std::size_t{1} << kTokenFilterBits) / 64;
+inline uint64_t token_filter_bit(uint64_t hash, int which) {
+  return (hash >> (64 - kTokenFilterBits - 20 * which)) & ((uint64_t{1} << kTokenFilterBits) - 1);
+}
+
 }  // namespace
 
 uint16_t byte_symbol(unsigned char b) {
@@ -209,6 +218,15 @@ BPEModel::BPEModel(StringMap vocab, const std::vector<Merge>& merges, BPEOptions
         ascii_pairs_[pair] = packed;
       }
     }
+    if (options_.ignore_merges) {
+      token_filter_.assign(kTokenFilterWords, 0);
+      vocab_.for_each([this](std::string_view token, uint32_t) {
+        const uint64_t hash = hash_bytes(token);
+        for (const uint64_t bit : {token_filter_bit(hash, 0), token_filter_bit(hash, 1)}) {
+          token_filter_[bit >> 6] |= uint64_t{1} << (bit & 63);
+        }
+      });
+    }
   }
   if (options_.byte_symbols) build_char_starts(merges);
   build_char_table();
@@ -224,6 +242,12 @@ BPEModel::BPEModel(StringMap vocab, const std::vector<Merge>& merges, BPEOptions
       have_bytes_ = have_bytes_ || byte_ids_[b] >= 0;
     }
   }
+}
+
+bool BPEModel::may_be_token(uint64_t word_hash) const {
+  const uint64_t a = token_filter_bit(word_hash, 0);
+  const uint64_t b = token_filter_bit(word_hash, 1);
+  return ((token_filter_[a >> 6] >> (a & 63)) & (token_filter_[b >> 6] >> (b & 63)) & 1) != 0;
 }
 
 bool BPEModel::lookup(std::string_view token, uint32_t& id) const {
@@ -1240,7 +1264,10 @@ std::size_t BPEModel::encode_missed_ascii(std::string_view piece, const PieceKey
 
 std::size_t BPEModel::ascii_tokens(std::string_view piece, uint32_t* tok, uint32_t* ends,
                                    uint64_t word_hash) const {
-  if (options_.ignore_merges && vocab_.find(piece, word_hash, tok[0])) {
+  // (The filter first: over new base64 nearly every piece of four bytes or more is no token,
+  // and its line of the vocabulary was one more miss to memory.)
+  if (options_.ignore_merges && may_be_token(word_hash) &&
+      vocab_.find(piece, word_hash, tok[0])) {
     ends[0] = static_cast<uint32_t>(piece.size());
     return 1;
   }
@@ -1458,7 +1485,9 @@ void BPEModel::encode_ids_of(std::string_view text, const Bounds& bounds, std::s
     if (skip && piece.size() >= PieceMisses::kLeastBytes && piece.size() <= kPieceKeyBytes &&
         key_is_ascii(keys[k])) {
       word_hash[k] = hash_bytes(piece);
-      if (options_.ignore_merges) vocab_.prefetch_hashed(word_hash[k]);
+      if (options_.ignore_merges && may_be_token(word_hash[k])) {
+        vocab_.prefetch_hashed(word_hash[k]);
+      }
       continue;
     }
     // (A spare entry is read here, not put off with the misses: the table is small enough to

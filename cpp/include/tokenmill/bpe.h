@@ -414,6 +414,10 @@ class BPEModel {
   // piece found a bit in the pair filter, a line in the pair cache and, for the pairs of
   // random text (base64, hex), a line of the merge table, each elsewhere in memory.
   std::vector<uint64_t> ascii_pairs_;
+  // ascii_merges_ and ignore_merges: every token of the vocabulary, two bits of 2^20 by its
+  // hash_bytes, so an ASCII piece asks the vocabulary only if it may be one (may_be_token).
+  std::vector<uint64_t> token_filter_;
+  bool may_be_token(uint64_t word_hash) const;
   bool all_bytes_known(std::string_view ch) const;
 
   int64_t byte_ids_[256];  // <0xNN> tokens (byte_fallback); -1 where the vocabulary has none
