@@ -52,8 +52,10 @@ std::atomic<uint64_t> next_serial{1};  // model serial numbers; 0 marks an empty
 // a third of the bits, so one piece in nine that is no token gets past it.
 constexpr int kTokenFilterBits = 20;
 constexpr std::size_t kTokenFilterWords = (std::size_t{1} << kTokenFilterBits) / 64;
+static_assert(2 * kTokenFilterBits <= 64, "the two bits come from disjoint parts of the hash");
 inline uint64_t token_filter_bit(uint64_t hash, int which) {
-  return (hash >> (64 - kTokenFilterBits - 20 * which)) & ((uint64_t{1} << kTokenFilterBits) - 1);
+  return (hash >> (64 - kTokenFilterBits * (which + 1))) &
+         ((uint64_t{1} << kTokenFilterBits) - 1);
 }
 
 }  // namespace
@@ -911,8 +913,8 @@ inline void key_piece(std::string_view text, const Bounds& bounds, std::size_t k
   __builtin_prefetch(&set.way[1]);
 }
 
-// The keys of the first (up to kPieceBatch) pieces that fit in the cache, each line asked for;
-// returns how many pieces that is.
+// The keys of the first (up to kPieceBatch) pieces that fit in the cache, both lines of each
+// one's set asked for; returns how many pieces that is.
 inline std::size_t key_pieces(std::string_view text, const uint32_t* bounds, std::size_t count,
                               const PieceTable& cache,
                               PieceKey (&keys)[BPEModel::kPieceBatch]) {
@@ -1422,9 +1424,9 @@ void BPEModel::encode_ids_of(std::string_view text, const Bounds& bounds, std::s
   const uint32_t tag = piece_tag(serial_);
   PieceKey keys[kPieceBatch];
   const std::size_t n = std::min(count, kPieceBatch);
-  // A batch of random text merges its ASCII pieces without the cache (PieceMisses): each was a
-  // miss to memory for a set, an entry written there, and an entry of the model's moved out
-  // for it; over new base64, a fifth of the time (a megabyte, o200k_base: 22.8 -> 18 ms), and
+  // A batch of random text merges its ASCII pieces of PieceMisses::kLeastBytes or more without
+  // the cache (PieceMisses): each was a miss to memory for a set, an entry written there, and
+  // an entry of the model's moved out for it; over new base64, a fifth of the time (a megabyte, o200k_base: 22.8 -> 18 ms), and
   // the cache kept nothing that was met again.
   const bool skip = ascii_merges_ && misses != nullptr && misses->skip > 0;
   const std::size_t ask_below = skip ? PieceMisses::kLeastBytes : kPieceKeyBytes + 1;
@@ -1434,9 +1436,10 @@ void BPEModel::encode_ids_of(std::string_view text, const Bounds& bounds, std::s
   for (std::size_t k = 0; k < std::min(n, kLookAhead); ++k) {
     key_piece(text, bounds, k, cache, keys, ask_below);
   }
-  // The cache is read for every piece first (the line of the piece kLookAhead on asked for at
-  // each step), and the vocabulary's lines asked for the pieces it does not hold, so the
-  // misses of a batch wait for memory together, not one by one.
+  // The cache is read for every piece first (the lines of the piece kLookAhead on asked for at
+  // each step; not for the pieces a skipping batch merges without it), and the vocabulary's
+  // lines asked for the pieces it does not hold, so the misses of a batch wait for memory
+  // together, not one by one.
   struct Found {
     uint64_t meta;  // 0: not in the cache
     uint64_t ids[2];
@@ -1444,8 +1447,9 @@ void BPEModel::encode_ids_of(std::string_view text, const Bounds& bounds, std::s
   Found found[kPieceBatch];
   PieceCacheEntry* const spare = spare_entries();
   SpareMoves moves;  // (written after the batch's pieces)
-  // hash_bytes of a piece the cache does not hold, made once for the prefetch of its line in
-  // the vocabulary (or the word cache) and for its lookup there
+  // hash_bytes of a piece the cache does not hold (or that a skipping batch does not look for
+  // there), made once for the prefetch of its line in the vocabulary (or the word cache), the
+  // token filter, and its lookup there
   uint64_t word_hash[kPieceBatch];
   // Ids found in the cache gather here and join `ids` in one copy (before anything else is
   // appended there): a push_back a token, its capacity check and its store of the vector's end,
@@ -1484,7 +1488,8 @@ void BPEModel::encode_ids_of(std::string_view text, const Bounds& bounds, std::s
     }
     if (skip && piece.size() >= PieceMisses::kLeastBytes && piece.size() <= kPieceKeyBytes &&
         key_is_ascii(keys[k])) {
-      word_hash[k] = hash_bytes(piece);
+      // (Only ignore_merges looks the piece up whole: without it the hash is never read.)
+      word_hash[k] = options_.ignore_merges ? hash_bytes(piece) : 0;
       if (options_.ignore_merges && may_be_token(word_hash[k])) {
         vocab_.prefetch_hashed(word_hash[k]);
       }
@@ -1511,6 +1516,9 @@ void BPEModel::encode_ids_of(std::string_view text, const Bounds& bounds, std::s
       // (ASCII or not: near enough.) A found piece is of 32 bytes at most, so this is 1 for one
       // of kLeastBytes or more, and 0 for one shorter, without a compare that the compiler
       // might make a branch: taken for every piece, unpredictable in code and English.
+      static_assert(PieceMisses::kLeastBytes >= 1 &&
+                        kPieceKeyBytes + 64 - PieceMisses::kLeastBytes < 128,
+                    "1 for a found piece of kLeastBytes or more, else 0");
       long_found += (piece.size() + (64 - PieceMisses::kLeastBytes)) >> 6;
       if (emitted == k && emit_found(found[k])) emitted = k + 1;
     }

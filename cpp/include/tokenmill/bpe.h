@@ -164,8 +164,10 @@ std::size_t piece_cache_sets();
 
 // How a text's batches of pieces have fared in the piece cache, for the ids path (encode_text
 // keeps one a text): after kMissStreak batches in a row whose ASCII pieces of kLeastBytes or
-// more nearly all missed (random text: base64), the next kMissSkip batches merge such pieces
-// without looking for them there or keeping them, then a batch looks again. (Shorter pieces
+// more nearly all missed (15 in 16 of the pieces of kLeastBytes or more the batch met; a batch
+// of fewer than 8 such pieces leaves the count as it is), the next kMissSkip batches merge such
+// pieces without looking for them there or keeping them (random text: base64), then a batch
+// looks again. (Shorter pieces
 // come back even in random text: 70% of base64's pieces are of one or two bytes.)
 struct PieceMisses {
   static constexpr std::size_t kLeastBytes = 4;
@@ -222,7 +224,8 @@ class BPEModel {
   // text[ends[k - 1], ends[k]), where ends[-1], the first piece's start, must be readable.
   // A piece long enough for backtracking (backtrack_threshold) is cut by it, as
   // encode_long_ids would, when it is too long for the piece cache (kPieceCacheBytes);
-  // shorter ones take the cache whatever the threshold.
+  // shorter ones take the cache whatever the threshold (but for ASCII pieces of
+  // PieceMisses::kLeastBytes or more in the batches that PieceMisses skips).
   void encode_run_ids(std::string_view text, const std::size_t* ends, std::size_t count,
                       std::vector<uint32_t>& ids, PieceMisses* misses = nullptr) const;
 
@@ -417,6 +420,8 @@ class BPEModel {
   // ascii_merges_ and ignore_merges: every token of the vocabulary, two bits of 2^20 by its
   // hash_bytes, so an ASCII piece asks the vocabulary only if it may be one (may_be_token).
   std::vector<uint64_t> token_filter_;
+  // Whether the piece of that hash_bytes may be a token; only where token_filter_ is built
+  // (ascii_merges_ and ignore_merges).
   bool may_be_token(uint64_t word_hash) const;
   bool all_bytes_known(std::string_view ch) const;
 
