@@ -842,10 +842,9 @@ inline void count_piece_loss() {
   }
 }
 
-}  // namespace
-
-namespace {
+// Batches merged without the piece cache in this process (piece_cache_skipped_batches).
 std::atomic<std::size_t> skipped_batches{0};
+
 }  // namespace
 
 // (Once a text, not once a batch: threads encoding random text side by side would pass the
@@ -1426,8 +1425,8 @@ void BPEModel::encode_ids_of(std::string_view text, const Bounds& bounds, std::s
   const std::size_t n = std::min(count, kPieceBatch);
   // A batch of random text merges its ASCII pieces of PieceMisses::kLeastBytes or more without
   // the cache (PieceMisses): each was a miss to memory for a set, an entry written there, and
-  // an entry of the model's moved out for it; over new base64, a fifth of the time (a megabyte, o200k_base: 22.8 -> 18 ms), and
-  // the cache kept nothing that was met again.
+  // an entry of the model's moved out for it; over new base64, a fifth of the time (a
+  // megabyte, o200k_base: 22.8 -> 18 ms), and the cache kept nothing that was met again.
   const bool skip = ascii_merges_ && misses != nullptr && misses->skip > 0;
   const std::size_t ask_below = skip ? PieceMisses::kLeastBytes : kPieceKeyBytes + 1;
   // Pieces of PieceMisses::kLeastBytes or more found in the cache, and ASCII ones not found
@@ -1531,8 +1530,9 @@ void BPEModel::encode_ids_of(std::string_view text, const Bounds& bounds, std::s
       // (Counted here, among the misses, not where every piece is looked for: with tests of
       // length and of ASCII there, the compiler branched on them before each lookup, which
       // code and English made unpredictable: a pass over code seen before went a fifth slower.)
-      ascii_missed += piece.size() >= PieceMisses::kLeastBytes;
-      if (skip && piece.size() >= PieceMisses::kLeastBytes) {
+      const bool skippable = piece.size() >= PieceMisses::kLeastBytes;
+      ascii_missed += skippable;
+      if (skip && skippable) {
         uint32_t ends[kPieceKeyBytes];
         gathered_count += ascii_tokens(piece, gathered + gathered_count, ends, word_hash[k]);
       } else {

@@ -167,8 +167,8 @@ std::size_t piece_cache_sets();
 // more nearly all missed (15 in 16 of the pieces of kLeastBytes or more the batch met; a batch
 // of fewer than 8 such pieces leaves the count as it is), the next kMissSkip batches merge such
 // pieces without looking for them there or keeping them (random text: base64), then a batch
-// looks again. (Shorter pieces
-// come back even in random text: 70% of base64's pieces are of one or two bytes.)
+// looks again. (Shorter pieces come back even in random text: 70% of base64's pieces are of
+// one or two bytes.)
 struct PieceMisses {
   static constexpr std::size_t kLeastBytes = 4;
   static constexpr unsigned kMissStreak = 4;
