@@ -7,6 +7,7 @@ from __future__ import annotations
 import base64
 import gzip
 import json
+import os
 import random
 import re
 import string
@@ -780,3 +781,52 @@ def test_a_disallowed_special_token_is_a_value_error_as_in_tiktoken(pairs):
             encode("hello <|endoftext|>")
     with pytest.raises(InputError):
         tok.encode("hello <|endoftext|>")
+
+
+# Texts of every kind the encoder has a way for, mixed in one text and across a batch: words
+# met before (the piece cache), words in capitals and after spaces, runs of digits (the
+# three-digit table), every kind of whitespace, contractions, base64 (merged without the cache
+# once its batches miss), any code point, runs of punctuation, and runs of one character long
+# enough for backtracking. Each example goes through every ids path: one text at a time, the
+# batch on two threads, numpy's flat ids and count_tokens, and decodes back to its text.
+# TOKENMILL_FUZZ_EXAMPLES draws more (a longer search than CI's, by hand).
+_MIXED_WORDS = ["the", "Tokenizer", "merges", "pieces", "of", "text,", "naïve", "Straße",
+                "東京", "über", "Ĳssel", "Ωmega", "日本語", "x", "HTTPServer", "camelCase"]
+_MIXED_SPACES = [" ", "  ", "\n", "\r\n", "\t", "\u00a0", "\u3000", " \n ", "\n\n", "   \t",
+                 "\u2028", "\x0b", "\x0c", "\r"]
+_MIXED_CONTRACTIONS = ["'s", "'S", "'ll", "'LL", "'ve", "'re", "'d", "'m", "'t", "n't", "'"]
+_mixed_chunk = st.one_of(
+    st.sampled_from(_MIXED_WORDS),
+    st.sampled_from(_MIXED_WORDS).map(lambda w: " " + w),
+    st.sampled_from(_MIXED_WORDS).map(str.upper),
+    st.text("0123456789", min_size=1, max_size=12),
+    st.sampled_from(_MIXED_SPACES),
+    st.sampled_from(_MIXED_CONTRACTIONS),
+    st.text(string.ascii_letters + string.digits + "+/=", min_size=1, max_size=300),
+    st.binary(min_size=1_000, max_size=4_000).map(lambda b: base64.b64encode(b).decode()),
+    st.text(st.characters(exclude_categories=("Cs",)), min_size=1, max_size=8),
+    st.text(string.punctuation, min_size=1, max_size=4),
+    st.tuples(st.sampled_from("aZ7é中 -"), st.integers(1, 1200)).map(lambda t: t[0] * t[1]),
+)
+# (A text's chunks, joined by a separator, and the whole said up to eight times: long texts,
+# whose pieces come back.)
+_mixed_text = st.tuples(st.sampled_from(["", " ", "\n"]), st.lists(_mixed_chunk, max_size=400),
+                        st.integers(1, 8)).map(lambda t: t[0].join(t[1]) * t[2])
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_mixed_random_texts_through_every_ids_path(pairs, name):
+    tok, ref = pairs[name]
+
+    @settings(max_examples=int(os.environ.get("TOKENMILL_FUZZ_EXAMPLES", "60")))
+    @given(st.lists(_mixed_text, min_size=1, max_size=4))
+    def check(texts):
+        want = [ref.encode_ordinary(t) for t in texts]
+        assert [tok.encode_ordinary(t) for t in texts] == want
+        assert tok.encode_ordinary_batch(texts, num_threads=2) == want
+        assert tok.encode_batch_np(texts, num_threads=2)["ids"].tolist() == \
+            [i for ids in want for i in ids]
+        assert tok.count_tokens(texts, num_threads=2) == [len(ids) for ids in want]
+        assert [tok.decode(ids) for ids in want] == texts
+
+    check()
